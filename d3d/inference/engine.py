@@ -1,0 +1,218 @@
+"""Decode loops on the native runtime: plain autoregressive and synchronous speculative decoding.
+
+Both are generators that yield lists of new token ids as soon as they are committed (streaming)
+and fill a `DecodeStats` as they go. Speculative decoding (one round):
+
+    draft   the source proposes up to B-1 tokens after the anchor (the last committed token)
+    verify  one target pass over [anchor, d_1..d_n] (n+1 rows, causal over the target's cache)
+    accept  `verify.verify` keeps the accepted prefix plus one target token
+    commit  crop the target cache to the accepted prefix; the new target token is the next anchor
+
+Invariant: the target cache holds every committed token except the anchor. The engine knows
+nothing about tokenization (stop strings come in through `StopChecker`) or about how a source
+drafts. Acceptance lives only in `verify.py`.
+
+    stats = DecodeStats("sync")
+    for chunk in speculative_decode(target, DrafterSource(drafter, cfg.sampling), prompt, cfg, stop, stats):
+        print(chunk)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from d3d.errors import D3DError
+from d3d.inference.drafting import DraftSource
+from d3d.inference.sampling import SamplingConfig, probs_from_logits, sample
+from d3d.inference.stopping import StopChecker
+from d3d.inference.verify import verify
+from d3d.models.attention import Rows
+from d3d.models.decoder import DecoderModel
+
+
+@dataclass
+class GenerationConfig:
+    """What to generate and how to sample it."""
+
+    max_new_tokens: int = 256  # upper bound on generated tokens
+    sampling: SamplingConfig = field(default_factory=SamplingConfig)  # greedy by default
+    stop_strings: tuple[str, ...] = ()  # stop once the output text contains one of these
+    seed: int = 0  # seeds the sampling generator (sampling is reproducible per seed)
+
+    def validate(self) -> None:
+        if self.max_new_tokens < 1:
+            raise D3DError(f"max new tokens must be at least 1, got {self.max_new_tokens}")
+        self.sampling.validate()
+
+
+@dataclass
+class DecodeStats:
+    """Per-run statistics. Times are seconds of wall clock."""
+
+    mode: str  # "ar", "sync", ...
+    prompt_tokens: int = 0  # tokens in the prompt
+    new_tokens: int = 0  # tokens generated (after stop truncation)
+    rounds: int = 0  # verification passes (speculative) or decode steps (ar)
+    round_tokens: int = 0  # tokens appended by those rounds (the prefill's token excluded)
+    accept_hist: list[int] = field(default_factory=list)  # [k] = rounds that appended k tokens
+    prefill_s: float = 0.0  # target prefill (+ first token)
+    draft_s: float = 0.0  # total drafting time
+    verify_s: float = 0.0  # total verification (or decode step) time
+    total_s: float = 0.0  # whole generation
+    stop_reason: str | None = None  # "eos", "stop_string", "max_new_tokens" or "context"
+
+    @property
+    def tau(self) -> float:
+        """Mean tokens appended per round, the target's own token included (1 <= tau <= B)."""
+        return self.round_tokens / self.rounds if self.rounds else 0.0
+
+    @property
+    def mean_draft_s(self) -> float:
+        return self.draft_s / self.rounds if self.rounds else 0.0
+
+    @property
+    def mean_verify_s(self) -> float:
+        return self.verify_s / self.rounds if self.rounds else 0.0
+
+    def record_round(self, appended: int) -> None:
+        self.rounds += 1
+        self.round_tokens += appended
+        if len(self.accept_hist) <= appended:
+            self.accept_hist.extend([0] * (appended + 1 - len(self.accept_hist)))
+        self.accept_hist[appended] += 1
+
+    def as_dict(self) -> dict:
+        return {
+            "mode": self.mode, "prompt_tokens": self.prompt_tokens, "new_tokens": self.new_tokens,
+            "rounds": self.rounds, "tau": round(self.tau, 4), "accept_hist": self.accept_hist,
+            "prefill_s": round(self.prefill_s, 4), "mean_draft_s": round(self.mean_draft_s, 5),
+            "mean_verify_s": round(self.mean_verify_s, 5), "total_s": round(self.total_s, 4),
+            "tokens_per_s": round(self.new_tokens / self.total_s, 3) if self.total_s else 0.0,
+            "stop_reason": self.stop_reason,
+        }
+
+
+def _now(device: torch.device) -> float:
+    """Wall clock; on CUDA, synchronise first so that the time covers queued kernels (deliberate)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
+def context_budget(target: DecoderModel, prompt_len: int, max_new_tokens: int) -> int:
+    """The number of tokens that may be generated; D3DError if the prompt does not fit."""
+    ctx = int(getattr(target.config, "max_position_embeddings", 0) or 1 << 30)
+    if prompt_len < 1:
+        raise D3DError("the prompt is empty")
+    if prompt_len >= ctx:
+        raise D3DError(f"the prompt has {prompt_len} tokens but the model's context is {ctx}")
+    return min(max_new_tokens, ctx - prompt_len)
+
+
+def _pick(logits: Tensor, sampling: SamplingConfig, generator: torch.Generator | None) -> Tensor:
+    """One token from logits [..., V] (argmax when greedy)."""
+    if sampling.greedy:
+        return logits.argmax(-1)
+    return sample(probs_from_logits(logits, sampling), generator)
+
+
+def _prefill(
+    target: DecoderModel, prompt: Tensor, cfg: GenerationConfig, stats: DecodeStats, generator: torch.Generator | None
+):
+    """Cache the prompt [1, n] in a fresh target cache and pick the first token."""
+    budget = context_budget(target, prompt.shape[1], cfg.max_new_tokens)
+    stats.prompt_tokens = prompt.shape[1]
+    cache = target.new_cache(1, prompt.shape[1] + budget + 1)
+    logits = target(Rows.clean(prompt, 0), cache, logits_from=prompt.shape[1] - 1)
+    return cache, _pick(logits[0, -1], cfg.sampling, generator), budget
+
+
+def _generator(cfg: GenerationConfig, device: torch.device) -> torch.Generator | None:
+    if cfg.sampling.greedy:
+        return None
+    return torch.Generator(device=device).manual_seed(cfg.seed)
+
+
+@torch.inference_mode()
+def autoregressive_decode(
+    target: DecoderModel, prompt: Tensor, cfg: GenerationConfig, stop: StopChecker, stats: DecodeStats
+) -> Iterator[list[int]]:
+    """Plain decoding, one target pass per token. prompt: [1, n]."""
+    dev = target.device
+    gen = _generator(cfg, dev)
+    t0 = _now(dev)
+    cache, token, budget = _prefill(target, prompt, cfg, stats, gen)
+    stop.max_new_tokens = min(stop.max_new_tokens, budget)
+    stats.prefill_s = _now(dev) - t0
+    pos = prompt.shape[1]
+    while True:
+        tok = int(token)  # the one host sync per step
+        stats.new_tokens += 1
+        yield [tok]
+        if stop.push(tok):
+            break
+        t1 = _now(dev)
+        logits = target(Rows.clean(token.view(1, 1), pos), cache)
+        token = _pick(logits[0, -1], cfg.sampling, gen)
+        pos += 1
+        stats.verify_s += _now(dev) - t1
+        stats.record_round(1)
+    stats.stop_reason = stop.reason
+    stats.total_s = _now(dev) - t0
+
+
+@torch.inference_mode()
+def speculative_decode(
+    target: DecoderModel,
+    source: DraftSource,
+    prompt: Tensor,
+    cfg: GenerationConfig,
+    stop: StopChecker,
+    stats: DecodeStats,
+) -> Iterator[list[int]]:
+    """Synchronous draft-then-verify decoding; lossless for any source. prompt: [1, n]."""
+    dev = target.device
+    gen = _generator(cfg, dev)
+    t0 = _now(dev)
+    cache, token, budget = _prefill(target, prompt, cfg, stats, gen)
+    stop.max_new_tokens = min(stop.max_new_tokens, budget)
+    stats.prefill_s = _now(dev) - t0
+    source.start(prompt.shape[1] + budget + source.block_size)
+    first = int(token)
+    committed = torch.cat([prompt[0], token.view(1)]).tolist()
+    stats.new_tokens += 1
+    yield [first]
+    if stop.push(first):
+        stats.stop_reason, stats.total_s = stop.reason, _now(dev) - t0
+        return
+    while True:
+        anchor_pos = len(committed) - 1
+        n = min(source.block_size - 1, stop.remaining - 1)
+        t1 = _now(dev)
+        ids = torch.tensor([committed], device=dev)
+        draft = source.propose(ids, n) if n > 0 else None
+        t2 = _now(dev)
+        block = ids[:, -1:] if draft is None else torch.cat([ids[:, -1:], draft.tokens.view(1, -1)], 1)
+        logits = target(Rows.clean(block, anchor_pos), cache)[0]  # [n+1, V]
+        if draft is None:
+            tokens, accepted = [int(_pick(logits[0], cfg.sampling, gen))], 0
+        else:
+            result = verify(draft.tokens, draft.probs, logits, cfg.sampling, gen)
+            tokens, accepted = result.tokens.tolist(), result.num_accepted
+        cache.crop(anchor_pos + 1 + accepted)
+        stats.draft_s += t2 - t1
+        stats.verify_s += _now(dev) - t2
+        stats.record_round(len(tokens))
+        kept = stop.accept(tokens)
+        committed.extend(kept)
+        stats.new_tokens += len(kept)
+        yield kept
+        if stop.reason is not None:
+            break
+    stats.stop_reason = stop.reason
+    stats.total_s = _now(dev) - t0

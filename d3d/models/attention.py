@@ -1,0 +1,105 @@
+"""Query rows of a mixed pass and the attention mask they imply (DESIGN.md "Drafter attention").
+
+A forward pass of the native runtime takes `Rows`: first `num_clean` clean rows (causal; written
+to the KV cache), then any number of block rows (never cached). One rule covers every pattern the
+project needs (plain decoding, verification, one-pass drafting, packed training, packed successor
+drafting):
+
+    a query row sees a clean key  iff  key is valid and key_pos < limit(row)
+    a query row sees a block key  iff  both rows belong to the same block
+
+with limit = position + 1 for a clean row (causal) and limit = anchor position for a block row
+(strictly before the anchor; the block's own anchor row supplies the anchor token). Block rows
+therefore never see another block, nor clean tokens at or after their anchor.
+
+This module knows nothing about weights or tokens; it only builds index tensors and masks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class Rows:
+    """Query rows of one forward pass: clean rows first, then block rows."""
+
+    input_ids: Tensor  # [b, n] token ids
+    positions: Tensor  # [b, n] absolute positions (RoPE)
+    num_clean: int  # rows [0, num_clean) are clean and get cached
+    limits: Tensor | None = None  # [b, n] a row sees clean keys with pos < limit; None = causal, clean only
+    groups: Tensor | None = None  # [b, n] block id per row, -1 for clean rows; None = all clean
+    valid: Tensor | None = None  # [b, n] False for padding rows; None = all valid
+
+    @property
+    def num_rows(self) -> int:
+        return self.input_ids.shape[1]
+
+    @property
+    def has_blocks(self) -> bool:
+        return self.num_rows > self.num_clean
+
+    @staticmethod
+    def clean(input_ids: Tensor, start: int | Tensor, valid: Tensor | None = None) -> Rows:
+        """Causal rows for ids [b, n] at positions start.. (start: int or [b] tensor)."""
+        b, n = input_ids.shape
+        offsets = torch.arange(n, device=input_ids.device)
+        start_t = torch.as_tensor(start, device=input_ids.device).reshape(-1, 1)
+        positions = (start_t + offsets).expand(b, n)
+        return Rows(input_ids, positions, n, valid=valid)
+
+    @staticmethod
+    def with_blocks(clean: Rows, blocks: Tensor, anchor_pos: Tensor) -> Rows:
+        """Append k blocks [b, k, B] whose anchors sit at positions anchor_pos [b, k]."""
+        b, k, bs = blocks.shape
+        dev = blocks.device
+        offs = torch.arange(bs, device=dev)
+        blk_pos = (anchor_pos[..., None] + offs).reshape(b, k * bs)
+        blk_lim = anchor_pos[..., None].expand(b, k, bs).reshape(b, k * bs)
+        blk_grp = torch.arange(k, device=dev)[:, None].expand(k, bs).reshape(1, k * bs).expand(b, -1)
+        nc = clean.num_rows
+        return Rows(
+            input_ids=torch.cat([clean.input_ids, blocks.reshape(b, k * bs)], 1),
+            positions=torch.cat([clean.positions, blk_pos], 1),
+            num_clean=nc,
+            limits=torch.cat([clean.row_limits(), blk_lim], 1),
+            groups=torch.cat([clean.row_groups(), blk_grp], 1),
+            valid=None if clean.valid is None else torch.cat([clean.valid, torch.ones_like(blk_pos, dtype=torch.bool)], 1),
+        )
+
+    def row_limits(self) -> Tensor:
+        return self.positions + 1 if self.limits is None else self.limits
+
+    def row_groups(self) -> Tensor:
+        if self.groups is None:
+            return torch.full_like(self.positions, -1)
+        return self.groups
+
+    def row_valid(self) -> Tensor:
+        if self.valid is None:
+            return torch.ones_like(self.positions, dtype=torch.bool)
+        return self.valid
+
+
+def build_mask(
+    rows: Rows,
+    key_positions: Tensor,
+    key_groups: Tensor,
+    key_valid: Tensor,
+) -> Tensor:
+    """Boolean mask [b, 1, n, K] (True = attend) for `rows` over K keys.
+
+    key_positions, key_groups, key_valid: [b, K]; key_groups is -1 for clean keys.
+    """
+    lim = rows.row_limits()[:, :, None]  # [b, n, 1]
+    grp = rows.row_groups()[:, :, None]  # [b, n, 1]
+    kpos, kgrp, kval = key_positions[:, None, :], key_groups[:, None, :], key_valid[:, None, :]
+    sees_clean = (kgrp < 0) & kval & (kpos < lim)
+    sees_block = (grp >= 0) & (kgrp == grp)
+    mask = sees_clean | sees_block
+    # A padding query row would otherwise see nothing and produce NaN; let it see everything.
+    mask = mask | ~rows.row_valid()[:, :, None]
+    return mask[:, None]

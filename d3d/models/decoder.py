@@ -1,0 +1,356 @@
+"""Native decoder runtime for the Llama family (Llama, Mistral, Qwen2, Qwen3, SmolLM/SmolLM2).
+
+One module serves both the target and the drafter. Parameter names mirror transformers'
+`*ForCausalLM` checkpoints (`model.layers.{i}.self_attn.q_proj.weight`, ...), so weights load
+straight from any Hugging Face safetensors checkpoint of these families, optionally keeping only
+a subset of layers (the drafter). A forward pass takes `Rows` (clean rows first, then block rows,
+see `attention.py`), writes the clean rows' keys and values into a `KVCache`, and returns logits
+only for the rows asked for, so a decode step never pays the vocabulary projection for rows that
+nobody reads.
+
+What it does not know: tokenizers, drafting policy, verification. Loading from GGUF or the hub is
+`hub.py`'s job; this module loads from a local directory.
+
+    model = load_decoder(model_dir)                         # full target
+    drafter_body = load_decoder(model_dir, layers=[0, 1])   # first two layers only
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from transformers import PretrainedConfig
+
+from d3d.errors import D3DError
+from d3d.models.attention import Rows, build_mask
+from d3d.models.kv_cache import KVCache
+
+SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
+
+
+@dataclass(frozen=True)
+class ArchSpec:
+    """What the runtime needs to know about one Llama-family architecture."""
+
+    model_type: str  # one of SUPPORTED_MODEL_TYPES
+    vocab_size: int  # rows of the embedding / LM head
+    hidden_size: int  # model width
+    intermediate_size: int  # MLP width
+    num_layers: int  # layers of the full checkpoint
+    num_heads: int  # query heads
+    num_kv_heads: int  # key/value heads (GQA)
+    head_dim: int  # per-head width
+    rms_norm_eps: float  # RMSNorm epsilon
+    qkv_bias: bool  # bias on q/k/v projections (Qwen2 always; others via attention_bias)
+    o_bias: bool  # bias on the output projection
+    mlp_bias: bool  # bias on the MLP projections
+    qk_norm: bool  # per-head RMSNorm on q and k before RoPE (Qwen3)
+    tie_word_embeddings: bool  # LM head shares the embedding matrix
+
+    @staticmethod
+    def from_config(cfg: PretrainedConfig) -> ArchSpec:
+        if cfg.model_type not in SUPPORTED_MODEL_TYPES:
+            raise D3DError(
+                f"architecture '{cfg.model_type}' is not supported by the native runtime "
+                f"(supported: {', '.join(SUPPORTED_MODEL_TYPES)})"
+            )
+        heads = cfg.num_attention_heads
+        attn_bias = bool(getattr(cfg, "attention_bias", False))
+        return ArchSpec(
+            model_type=cfg.model_type,
+            vocab_size=cfg.vocab_size,
+            hidden_size=cfg.hidden_size,
+            intermediate_size=cfg.intermediate_size,
+            num_layers=cfg.num_hidden_layers,
+            num_heads=heads,
+            num_kv_heads=getattr(cfg, "num_key_value_heads", None) or heads,
+            head_dim=getattr(cfg, "head_dim", None) or cfg.hidden_size // heads,
+            rms_norm_eps=cfg.rms_norm_eps,
+            qkv_bias=cfg.model_type == "qwen2" or attn_bias,
+            o_bias=attn_bias and cfg.model_type != "qwen2",
+            mlp_bias=bool(getattr(cfg, "mlp_bias", False)),
+            qk_norm=cfg.model_type == "qwen3",
+            tie_word_embeddings=bool(getattr(cfg, "tie_word_embeddings", False)),
+        )
+
+
+def rope_inverse_frequencies(cfg: PretrainedConfig, head_dim: int) -> tuple[Tensor, float]:
+    """(inv_freq [head_dim/2], attention scaling) using transformers' RoPE variants."""
+    params = dict(getattr(cfg, "rope_parameters", None) or getattr(cfg, "rope_scaling", None) or {})
+    rope_type = params.get("rope_type", params.get("type", "default"))
+    if rope_type == "default":
+        base = params.get("rope_theta", getattr(cfg, "rope_theta", 10000.0))
+        inv = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim))
+        return inv.float(), 1.0
+    if rope_type == "dynamic":
+        raise D3DError("dynamic NTK RoPE is not supported by the native runtime")
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    if rope_type not in ROPE_INIT_FUNCTIONS:
+        raise D3DError(f"RoPE type '{rope_type}' is not supported by the native runtime")
+    inv, scale = ROPE_INIT_FUNCTIONS[rope_type](cfg, torch.device("cpu"))
+    return inv.float(), float(scale)
+
+
+class RMSNorm(nn.Module):
+    """RMSNorm computed in float32, as transformers' Llama does."""
+
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: Tensor) -> Tensor:
+        x32 = x.float()
+        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
+        return self.weight * x32.to(x.dtype)
+
+
+def rotate_half(x: Tensor) -> Tensor:
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat((-x2, x1), dim=-1)
+
+
+class Attention(nn.Module):
+    def __init__(self, spec: ArchSpec) -> None:
+        super().__init__()
+        h, kv, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
+        self.num_heads, self.num_kv_heads, self.head_dim = h, kv, d
+        self.q_proj = nn.Linear(spec.hidden_size, h * d, bias=spec.qkv_bias)
+        self.k_proj = nn.Linear(spec.hidden_size, kv * d, bias=spec.qkv_bias)
+        self.v_proj = nn.Linear(spec.hidden_size, kv * d, bias=spec.qkv_bias)
+        self.o_proj = nn.Linear(h * d, spec.hidden_size, bias=spec.o_bias)
+        if spec.qk_norm:
+            self.q_norm = RMSNorm(d, spec.rms_norm_eps)
+            self.k_norm = RMSNorm(d, spec.rms_norm_eps)
+        self.qk_norm = spec.qk_norm
+
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, ctx: PassContext, layer: int) -> Tensor:
+        b, n, _ = x.shape
+        q = self.q_proj(x).view(b, n, self.num_heads, self.head_dim)
+        k = self.k_proj(x).view(b, n, self.num_kv_heads, self.head_dim)
+        v = self.v_proj(x).view(b, n, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        if self.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)  # [b, h, n, d]
+        q = q * cos + rotate_half(q) * sin
+        k = k * cos + rotate_half(k) * sin
+        keys, values = ctx.keys_values(layer, k, v)
+        out = F.scaled_dot_product_attention(
+            q, keys, values, attn_mask=ctx.mask, is_causal=ctx.is_causal,
+            enable_gqa=self.num_heads != self.num_kv_heads,
+        )
+        return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
+
+
+class MLP(nn.Module):
+    def __init__(self, spec: ArchSpec) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(spec.hidden_size, spec.intermediate_size, bias=spec.mlp_bias)
+        self.up_proj = nn.Linear(spec.hidden_size, spec.intermediate_size, bias=spec.mlp_bias)
+        self.down_proj = nn.Linear(spec.intermediate_size, spec.hidden_size, bias=spec.mlp_bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, spec: ArchSpec) -> None:
+        super().__init__()
+        self.self_attn = Attention(spec)
+        self.mlp = MLP(spec)
+        self.input_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
+
+    def forward(self, x: Tensor, cos: Tensor, sin: Tensor, ctx: PassContext, layer: int) -> Tensor:
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, ctx, layer)
+        return x + self.mlp(self.post_attention_layernorm(x))
+
+
+class PassContext:
+    """Per-pass state shared by all layers: the cache, how many rows to cache, and the mask."""
+
+    def __init__(self, rows: Rows, cache: KVCache | None) -> None:
+        self.cache = cache
+        self.num_clean = rows.num_clean
+        self.has_blocks = rows.has_blocks
+        self.mask, self.is_causal = self._mask(rows, cache)
+
+    def _mask(self, rows: Rows, cache: KVCache | None) -> tuple[Tensor | None, bool]:
+        plain = not rows.has_blocks and rows.valid is None
+        if cache is None:
+            if plain:
+                return None, True
+            return build_mask(rows, rows.positions, rows.row_groups(), rows.row_valid()), False
+        if plain and not cache.has_padding:
+            if rows.num_clean == 1:
+                return None, False  # one new token sees every cached column
+            if cache.length == 0:
+                return None, True
+        end = cache.length + rows.num_clean
+        nc = rows.num_clean
+        key_pos = torch.cat([cache.positions[:, :end], rows.positions[:, nc:]], 1)
+        key_grp = torch.cat([torch.full_like(cache.positions[:, :end], -1), rows.row_groups()[:, nc:]], 1)
+        key_val = torch.cat([cache.valid[:, :end], rows.row_valid()[:, nc:]], 1)
+        return build_mask(rows, key_pos, key_grp, key_val), False
+
+    def keys_values(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
+        """Cache the clean rows' k, v [b, h_kv, n, d] and return every key/value this pass sees."""
+        if self.cache is None:
+            return k, v
+        nc = self.num_clean
+        self.cache.write_layer(layer, k[:, :, :nc], v[:, :, :nc])
+        ck, cv = self.cache.layer_view(layer, self.cache.length + nc)
+        if not self.has_blocks:
+            return ck, cv
+        return torch.cat([ck, k[:, :, nc:]], 2), torch.cat([cv, v[:, :, nc:]], 2)
+
+
+class DecoderBody(nn.Module):
+    """`model.*` of a transformers checkpoint: embeddings, layers, final norm."""
+
+    def __init__(self, spec: ArchSpec, num_layers: int) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(spec.vocab_size, spec.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(spec) for _ in range(num_layers))
+        self.norm = RMSNorm(spec.hidden_size, spec.rms_norm_eps)
+
+
+class DecoderModel(nn.Module):
+    """A Llama-family causal LM keeping the layers `layer_ids` of a checkpoint described by `config`."""
+
+    def __init__(self, config: PretrainedConfig, layer_ids: list[int] | None = None) -> None:
+        super().__init__()
+        self.config = config
+        self.spec = ArchSpec.from_config(config)
+        self.layer_ids = list(range(self.spec.num_layers)) if layer_ids is None else list(layer_ids)
+        self.model = DecoderBody(self.spec, len(self.layer_ids))
+        self.lm_head = nn.Linear(self.spec.hidden_size, self.spec.vocab_size, bias=False)
+        if self.spec.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+        inv_freq, self.rope_scale = rope_inverse_frequencies(config, self.spec.head_dim)
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    @property
+    def device(self) -> torch.device:
+        return self.model.embed_tokens.weight.device
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.model.norm.weight.dtype
+
+    def new_cache(self, batch: int = 1, capacity: int = 256) -> KVCache:
+        s = self.spec
+        return KVCache(len(self.layer_ids), batch, s.num_kv_heads, s.head_dim, capacity, self.dtype, self.device)
+
+    def rope(self, positions: Tensor) -> tuple[Tensor, Tensor]:
+        """cos, sin [b, 1, n, head_dim] for positions [b, n]."""
+        freqs = positions[..., None].float() * self.inv_freq
+        emb = torch.cat((freqs, freqs), -1)[:, None]
+        return (emb.cos() * self.rope_scale).to(self.dtype), (emb.sin() * self.rope_scale).to(self.dtype)
+
+    def hidden_states(self, rows: Rows, cache: KVCache | None = None) -> Tensor:
+        """Final-norm hidden states [b, n, hidden] for every row; caches the clean rows."""
+        x = self.model.embed_tokens(rows.input_ids)
+        cos, sin = self.rope(rows.positions)
+        if cache is not None:
+            cache.reserve(rows.num_clean)
+            cache.write_meta(rows.positions[:, : rows.num_clean], None if rows.valid is None else rows.valid[:, : rows.num_clean])
+        ctx = PassContext(rows, cache)
+        for i, layer in enumerate(self.model.layers):
+            x = layer(x, cos, sin, ctx, i)
+        if cache is not None:
+            cache.advance(rows.num_clean)
+        return self.model.norm(x)
+
+    def forward(self, rows: Rows, cache: KVCache | None = None, logits_from: int = 0) -> Tensor:
+        """Logits [b, n - logits_from, vocab] for rows [logits_from, n); caches the clean rows.
+
+        Only the requested rows go through the LM head, so a pass never pays the vocabulary
+        projection for rows nobody reads.
+        """
+        return self.lm_head(self.hidden_states(rows, cache)[:, logits_from:])
+
+
+def _weight_files(model_dir: Path) -> list[Path]:
+    index = model_dir / "model.safetensors.index.json"
+    if index.exists():
+        names = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+        return [model_dir / n for n in names]
+    files = sorted(model_dir.glob("*.safetensors"))
+    if not files:
+        raise D3DError(f"no safetensors weights in {model_dir}")
+    return files
+
+
+def _checkpoint_name(name: str, index_of: dict[int, int]) -> str | None:
+    """Map a checkpoint key to this model's key (renumbering kept layers); None to skip it."""
+    if not name.startswith("model.layers."):
+        return name
+    layer = int(name.split(".")[2])
+    if layer not in index_of:
+        return None
+    return f"model.layers.{index_of[layer]}." + name.split(".", 3)[3]
+
+
+def load_decoder(
+    model_dir: str | Path,
+    layers: list[int] | None = None,
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    config: PretrainedConfig | None = None,
+) -> DecoderModel:
+    """Load a Llama-family checkpoint directory, keeping only `layers` (all by default)."""
+    from safetensors.torch import load_file
+    from transformers import AutoConfig
+
+    model_dir = Path(model_dir)
+    config = config or AutoConfig.from_pretrained(model_dir)
+    layer_ids = list(range(config.num_hidden_layers)) if layers is None else list(layers)
+    index_of = {orig: new for new, orig in enumerate(layer_ids)}
+    state: dict[str, Tensor] = {}
+    for path in _weight_files(model_dir):
+        for name, tensor in load_file(str(path)).items():
+            key = _checkpoint_name(name, index_of)
+            if key is not None:
+                state[key] = tensor
+    return build_from_state(config, layer_ids, state, dtype, device, source=str(model_dir))
+
+
+def build_from_state(
+    config: PretrainedConfig,
+    layer_ids: list[int],
+    state: dict[str, Tensor],
+    dtype: torch.dtype = torch.float32,
+    device: str | torch.device = "cpu",
+    external: tuple[str, ...] = (),
+    source: str = "checkpoint",
+) -> DecoderModel:
+    """Build a model from a state dict (layers already renumbered 0..len-1) without a random init.
+
+    `external` names weights supplied later by the caller (e.g. embeddings shared with a target);
+    they stay uninitialised here. Any other missing weight is a D3DError.
+    """
+    with torch.device("meta"):
+        model = DecoderModel(config, layer_ids)
+    tied = model.spec.tie_word_embeddings
+    if tied:
+        state = {k: v for k, v in state.items() if k != "lm_head.weight"}
+    expected = set(model.state_dict()) - set(external) - ({"lm_head.weight"} if tied else set())
+    missing = expected - state.keys()
+    if missing:
+        raise D3DError(f"{source} lacks {len(missing)} weights, e.g. {sorted(missing)[0]}")
+    model.load_state_dict({k: v.to(dtype) for k, v in state.items()}, strict=False, assign=True)
+    for name in external:  # placeholders on the target device until the caller shares real ones
+        module_name, _, attr = name.rpartition(".")
+        module = model.get_submodule(module_name)
+        setattr(module, attr, torch.nn.Parameter(torch.empty(getattr(module, attr).shape, dtype=dtype)))
+    if tied:
+        model.lm_head.weight = model.model.embed_tokens.weight
+    model.inv_freq = rope_inverse_frequencies(config, model.spec.head_dim)[0]
+    return model.to(device).eval()

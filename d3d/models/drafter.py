@@ -1,0 +1,188 @@
+"""The D3D drafter: a standalone block-diffusion model that drafts B-1 tokens in one pass.
+
+A drafter is a `DecoderModel` keeping a subset of a pretrained causal LM's layers. It reads only
+token ids (never the target's hidden states). One pass takes the committed tokens it has not yet
+cached as clean rows plus one block `[anchor, M, ..., M]`, caches only the clean rows, and returns
+logits for the B-1 masked positions (position j predicts the token at anchor_pos + j).
+
+On disk (`save_pretrained`): `drafter_config.json` (this module's `DrafterConfig` plus the base
+model's transformers config) and `model.safetensors` with the drafter's own weights. When the
+drafter shares the target's embeddings and LM head, those are not stored and `from_pretrained`
+takes them from the target.
+
+This module knows nothing about verification or the decode loop.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import Tensor
+from transformers import AutoConfig, PretrainedConfig
+
+from d3d.errors import D3DError
+from d3d.models.attention import Rows
+from d3d.models.decoder import DecoderModel, build_from_state, load_decoder
+from d3d.models.kv_cache import KVCache
+
+CONFIG_NAME = "drafter_config.json"
+WEIGHTS_NAME = "model.safetensors"
+FORMAT_VERSION = 1
+SHARED_KEYS = ("model.embed_tokens.weight", "lm_head.weight")
+
+
+@dataclass
+class DrafterConfig:
+    """Everything needed to rebuild a drafter next to its target."""
+
+    base_model: str  # the causal LM the layers were taken from (path or hub id)
+    layers: list[int]  # indices of the base model's layers kept, in order
+    block_size: int = 16  # B: one anchor + B-1 masked positions
+    mask_token_id: int = 0  # the reserved [M] token id
+    shared_embeddings: bool = True  # embeddings and LM head are the target's, not stored
+    vocab_size: int = 0  # must equal the target's
+    tokenizer_fingerprint: str = ""  # hash of the tokenizer vocabulary (see hub.tokenizer_fingerprint)
+    trained: bool = False  # False for a drafter initialised but never trained
+    training: dict = field(default_factory=dict)  # recipe / provenance written by `d3d train`
+    format_version: int = FORMAT_VERSION
+
+    def validate(self) -> None:
+        if self.block_size < 2:
+            raise D3DError(f"block size must be at least 2, got {self.block_size}")
+        if not self.layers:
+            raise D3DError("a drafter needs at least one layer")
+
+
+class Drafter(torch.nn.Module):
+    """A block-diffusion drafter over a `DecoderModel` body."""
+
+    def __init__(self, model: DecoderModel, config: DrafterConfig) -> None:
+        super().__init__()
+        config.validate()
+        self.model = model
+        self.config = config
+
+    @property
+    def block_size(self) -> int:
+        return self.config.block_size
+
+    def new_cache(self, capacity: int = 256) -> KVCache:
+        return self.model.new_cache(1, capacity)
+
+    def share_embeddings_with(self, target: DecoderModel) -> None:
+        """Use the target's embedding matrix and LM head (tied Parameters, no copy)."""
+        self.model.model.embed_tokens.weight = target.model.embed_tokens.weight
+        self.model.lm_head.weight = target.lm_head.weight
+
+    @classmethod
+    def from_base(
+        cls,
+        base_dir: str | Path,
+        layers: list[int],
+        block_size: int,
+        mask_token_id: int,
+        tokenizer_fingerprint: str,
+        target: DecoderModel | None = None,
+        base_name: str | None = None,
+        dtype: torch.dtype = torch.float32,
+        device: str | torch.device = "cpu",
+    ) -> Drafter:
+        """Initialise from a pretrained causal LM, keeping `layers`; share the target's embeddings if given."""
+        cfg = AutoConfig.from_pretrained(base_dir)
+        bad = [i for i in layers if not 0 <= i < cfg.num_hidden_layers]
+        if bad:
+            raise D3DError(f"layers {bad} do not exist in {base_dir} ({cfg.num_hidden_layers} layers)")
+        body = load_decoder(base_dir, layers, dtype, device, cfg)
+        config = DrafterConfig(
+            base_model=base_name or str(base_dir), layers=list(layers), block_size=block_size,
+            mask_token_id=mask_token_id, shared_embeddings=target is not None,
+            vocab_size=body.spec.vocab_size, tokenizer_fingerprint=tokenizer_fingerprint,
+        )
+        drafter = cls(body, config)
+        if target is not None:
+            drafter.share_embeddings_with(target)
+        return drafter
+
+    def save_pretrained(self, path: str | Path) -> None:
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        state = {k: v.detach().contiguous().cpu() for k, v in self.model.state_dict().items()}
+        if self.config.shared_embeddings:
+            for k in SHARED_KEYS:
+                state.pop(k, None)
+        elif self.model.spec.tie_word_embeddings:
+            state.pop("lm_head.weight", None)
+        meta = {"drafter": asdict(self.config), "model_config": self.model.config.to_dict()}
+        tmp = path / (WEIGHTS_NAME + ".tmp")
+        save_file(state, str(tmp), metadata={"format": "pt"})
+        tmp.replace(path / WEIGHTS_NAME)
+        (path / CONFIG_NAME).write_text(json.dumps(meta, indent=2) + "\n")
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str | Path,
+        target: DecoderModel | None = None,
+        dtype: torch.dtype | None = None,
+        device: str | torch.device | None = None,
+    ) -> Drafter:
+        """Load a saved drafter; `target` supplies shared embeddings and the default dtype/device."""
+        config, model_config = read_drafter_config(path)
+        if config.shared_embeddings and target is None:
+            raise D3DError(f"drafter {path} shares the target's embeddings: load it with its target")
+        if target is not None and config.vocab_size != target.spec.vocab_size:
+            raise D3DError(
+                f"drafter vocabulary ({config.vocab_size}) differs from the target's ({target.spec.vocab_size})"
+            )
+        dtype = dtype or (target.dtype if target is not None else torch.float32)
+        device = device or (target.device if target is not None else "cpu")
+        state = _read_weights(Path(path) / WEIGHTS_NAME)
+        external = SHARED_KEYS if config.shared_embeddings else ()
+        body = build_from_state(model_config, config.layers, state, dtype, device, external, str(path))
+        drafter = cls(body, config)
+        if config.shared_embeddings:
+            drafter.share_embeddings_with(target)  # type: ignore[arg-type]
+        return drafter.to(device).eval()
+
+    def draft_logits(self, cache: KVCache, committed: Tensor) -> Tensor:
+        """Logits [1, B-1, vocab] for the block anchored at the last committed token.
+
+        committed: [1, n] every committed token; those beyond `cache.length` (the anchor included)
+        are fed as clean rows and cached, so the cache ends holding all of `committed`.
+        """
+        n = committed.shape[1]
+        new = committed[:, cache.length :]
+        bs = self.block_size
+        block = torch.full((1, 1, bs), self.config.mask_token_id, dtype=committed.dtype, device=committed.device)
+        block[0, 0, 0] = committed[0, -1]
+        anchor_pos = torch.tensor([[n - 1]], device=committed.device)
+        rows = Rows.with_blocks(Rows.clean(new, cache.length), block, anchor_pos)
+        return self.model(rows, cache, logits_from=rows.num_clean + 1)
+
+
+def read_drafter_config(path: str | Path) -> tuple[DrafterConfig, PretrainedConfig]:
+    """Parse `drafter_config.json`; a clear D3DError if it is missing or malformed."""
+    file = Path(path) / CONFIG_NAME
+    if not file.is_file():
+        raise D3DError(f"not a drafter checkpoint (no {CONFIG_NAME}): {path}")
+    try:
+        meta = json.loads(file.read_text())
+        config = DrafterConfig(**meta["drafter"])
+        model_config = AutoConfig.for_model(**meta["model_config"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise D3DError(f"malformed drafter config {file}: {exc}") from None
+    config.validate()
+    return config, model_config
+
+
+def _read_weights(file: Path) -> dict[str, Tensor]:
+    if not file.is_file():
+        raise D3DError(f"drafter weights missing: {file}")
+    try:
+        return load_file(str(file))
+    except Exception as exc:  # safetensors raises several types for corrupt files
+        raise D3DError(f"cannot read drafter weights {file}: {exc}") from None

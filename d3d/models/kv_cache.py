@@ -1,0 +1,90 @@
+"""The native runtime's KV cache.
+
+One preallocated buffer per model holds keys and values for every layer and a batch of
+sequences, plus the position and validity of every cached column (left padding makes columns
+invalid). Only clean (committed or speculatively committed) tokens are ever written; block rows
+of a drafting pass are attended to but never cached. `crop` drops the tail after a rejection.
+
+The cache knows nothing about tokens, drafting or verification: it stores tensors by column.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+class KVCache:
+    """Keys/values for `num_layers` layers and `batch` sequences sharing one column count."""
+
+    def __init__(
+        self,
+        num_layers: int,
+        batch: int,
+        num_kv_heads: int,
+        head_dim: int,
+        capacity: int = 256,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        shape = (num_layers, batch, num_kv_heads, capacity, head_dim)
+        self.keys = torch.zeros(shape, dtype=dtype, device=device)  # [L, b, h_kv, cap, d]
+        self.values = torch.zeros(shape, dtype=dtype, device=device)  # [L, b, h_kv, cap, d]
+        self.positions = torch.zeros(batch, capacity, dtype=torch.long, device=device)  # [b, cap]
+        self.valid = torch.zeros(batch, capacity, dtype=torch.bool, device=device)  # [b, cap]
+        self.length = 0
+        self.has_padding = False
+
+    @property
+    def capacity(self) -> int:
+        return self.keys.shape[3]
+
+    @property
+    def batch(self) -> int:
+        return self.keys.shape[1]
+
+    def reserve(self, extra: int) -> None:
+        """Grow the buffers (doubling) so that `extra` more columns fit."""
+        need = self.length + extra
+        if need <= self.capacity:
+            return
+        new_cap = max(need, 2 * self.capacity)
+        grow = new_cap - self.capacity
+        pad5 = (0, 0, 0, grow)
+        self.keys = torch.nn.functional.pad(self.keys, pad5)
+        self.values = torch.nn.functional.pad(self.values, pad5)
+        self.positions = torch.nn.functional.pad(self.positions, (0, grow))
+        self.valid = torch.nn.functional.pad(self.valid, (0, grow))
+
+    def write_meta(self, positions: Tensor, valid: Tensor | None) -> None:
+        """Record positions [b, n] (and validity) of the n columns about to be appended."""
+        n = positions.shape[1]
+        self.positions[:, self.length : self.length + n] = positions
+        if valid is None:
+            self.valid[:, self.length : self.length + n] = True
+        else:
+            self.valid[:, self.length : self.length + n] = valid
+            self.has_padding = self.has_padding or not bool(valid.all())
+
+    def write_layer(self, layer: int, k: Tensor, v: Tensor) -> None:
+        """Append k, v [b, h_kv, n, d] for one layer at the current length (length not advanced)."""
+        n = k.shape[2]
+        self.keys[layer, :, :, self.length : self.length + n] = k
+        self.values[layer, :, :, self.length : self.length + n] = v
+
+    def layer_view(self, layer: int, upto: int) -> tuple[Tensor, Tensor]:
+        """Keys and values [b, h_kv, upto, d] of one layer's first `upto` columns."""
+        return self.keys[layer, :, :, :upto], self.values[layer, :, :, :upto]
+
+    def advance(self, n: int) -> None:
+        self.length += n
+
+    def crop(self, length: int) -> None:
+        """Forget every column at index >= length (after a rejection, or a speculative write)."""
+        if not 0 <= length <= self.length:
+            raise ValueError(f"cannot crop a cache of length {self.length} to {length}")
+        self.length = length
+
+    def reset(self) -> None:
+        self.length = 0
+        self.has_padding = False
