@@ -34,7 +34,7 @@ class VerifyResult:
     """What one verification round appends to the sequence."""
 
     num_accepted: int  # draft tokens accepted, 0..n
-    tokens: Tensor  # [num_accepted + 1] long: accepted draft tokens, then the recovered or bonus token
+    tokens: Tensor  # [num_accepted + 1] long: accepted draft tokens, then recovered or bonus
 
 
 def _accepted_prefix_length(accept: Tensor) -> int:
@@ -43,7 +43,7 @@ def _accepted_prefix_length(accept: Tensor) -> int:
 
 
 def _emit(draft: Tensor, num_accepted: int, target_token: Tensor) -> VerifyResult:
-    """draft [n] long, target_token [] long -> the accepted prefix followed by the target's token."""
+    """draft [n] long, target_token [] long -> the accepted prefix, then the target's token."""
     tokens = torch.cat([draft[:num_accepted], target_token.view(1).to(draft.dtype)])
     return VerifyResult(num_accepted=num_accepted, tokens=tokens)
 

@@ -193,7 +193,8 @@ def test_sample_shape_and_distribution():
     draws = sample(weights.expand(20000, 4), gen)
     counts = torch.bincount(draws, minlength=4)
     assert counts[1] == 0
-    assert chisquare(counts[[0, 2, 3]].numpy(), 20000 * weights[[0, 2, 3]].numpy() / 10).pvalue > 1e-3
+    expected = 20000 * weights[[0, 2, 3]].numpy() / 10
+    assert chisquare(counts[[0, 2, 3]].numpy(), expected).pvalue > 1e-3
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,13 +254,15 @@ def one_thread():
     torch.set_num_threads(threads)
 
 
-def run_speculative_trials(case: TwoTokenCase, cfg: SamplingConfig, trials: int) -> tuple[Tensor, Tensor]:
+def run_speculative_trials(
+    case: TwoTokenCase, cfg: SamplingConfig, trials: int
+) -> tuple[Tensor, Tensor]:
     """Emit two tokens per trial by verification, continuing with the target alone after a
     rejection at position 0. Returns first * V + second [trials] and num_accepted [trials]."""
     gen = torch.Generator().manual_seed(1234)
     drafts = draw_drafts(case, trials, gen)
-    rows = [case.target0.expand(trials, VOCAB), case.target1[drafts[:, 0]], case.target2.expand(trials, VOCAB)]
-    target_logits = torch.stack(rows[: case.num_draft + 1], 1)  # [trials, num_draft + 1, V]
+    rows = [case.target0, case.target1[drafts[:, 0]], case.target2][: case.num_draft + 1]
+    target_logits = torch.stack([r.expand(trials, VOCAB) for r in rows], 1)  # [trials, n + 1, V]
     continuation = sample(probs_from_logits(case.target1, cfg).expand(trials, VOCAB, VOCAB), gen)
     pairs, accepted = [], []
     for t in range(trials):
@@ -287,15 +290,15 @@ def assert_preserves_target(case: TwoTokenCase, cfg: SamplingConfig) -> None:
     joint = case.expected_joint(cfg)
     first_token_p = chi_square_p_value(pairs // VOCAB, joint.view(VOCAB, VOCAB).sum(1))
     joint_p = chi_square_p_value(pairs, joint)
-    assert first_token_p > MIN_P_VALUE, f"first token does not follow p_0 (p-value {first_token_p:.2e})"
-    assert joint_p > MIN_P_VALUE, f"token pair does not follow p (p-value {joint_p:.2e})"
+    assert first_token_p > MIN_P_VALUE, f"first token is not ~ p_0 (p-value {first_token_p:.2e})"
+    assert joint_p > MIN_P_VALUE, f"token pair is not ~ p (p-value {joint_p:.2e})"
     # Lossless alone is not enough (always rejecting is lossless): position 0 must be accepted
     # with probability sum_v min(p_0(v), q_0(v)).
     p0 = probs_from_logits(case.target0, cfg)
-    q0 = case.q[0] if case.q is not None else torch.nn.functional.one_hot(case.greedy_draft[0], VOCAB)
-    rate = float(torch.minimum(p0, q0.to(p0.dtype)).sum())
+    q = case.q if case.q is not None else torch.nn.functional.one_hot(case.greedy_draft, VOCAB)
+    rate = float(torch.minimum(p0, q[0].to(p0.dtype)).sum())
     acceptance_p = binomtest(int((accepted >= 1).sum()), TRIALS, rate).pvalue
-    assert acceptance_p > MIN_P_VALUE, f"acceptance rate is not sum min(p, q) (p-value {acceptance_p:.2e})"
+    assert acceptance_p > MIN_P_VALUE, f"acceptance rate != sum min(p, q) (p={acceptance_p:.2e})"
 
 
 @pytest.mark.parametrize(

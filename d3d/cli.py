@@ -1,0 +1,162 @@
+"""The `d3d` command line.
+
+    d3d generate --prompt "Write a haiku about the sea." [--mode sync] [--compare]
+    d3d bench --suite humaneval --limit 20 --modes ar,sync,hf,pld
+
+Subcommands parse flags and call typed functions by keyword; nothing here decodes or measures.
+A `D3DError` (bad input) becomes one line on stderr and exit status 2; Ctrl-C exits with 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Iterable
+
+from d3d.errors import D3DError
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def _sampling_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--temperature", type=float, default=0.0, help="0 = greedy (default)")
+    p.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling threshold")
+    p.add_argument("--top-k", type=int, default=0, help="keep the k most likely tokens (0 = off)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed")
+
+
+def _model_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", default=None, help="hub id, local directory or .gguf (default: embedded SmolLM2-135M-Instruct)")
+    p.add_argument("--drafter", default=None, help="drafter directory (default: the one shipped for the target)")
+    p.add_argument("--block-size", type=int, default=None, help="block size B (default: the drafter's)")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="d3d", description="Lossless speculative decoding with a block-diffusion drafter.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    gen = sub.add_parser("generate", help="answer one prompt, streaming, then print statistics")
+    gen.add_argument("--prompt", required=True, help="the user message (the chat template is applied)")
+    gen.add_argument("--mode", default="sync", choices=["ar", "sync"], help="ar = plain decoding; sync = speculative")
+    gen.add_argument("--max-new-tokens", type=int, default=256, help="generation budget")
+    gen.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    gen.add_argument("--compare", action="store_true", help="also run plain decoding and print the speedup")
+    gen.add_argument("--json", action="store_true", help="print the statistics as one JSON line at the end")
+    _model_flags(gen)
+    _sampling_flags(gen)
+    gen.set_defaults(func=cmd_generate)
+
+    bench = sub.add_parser("bench", help="run decoding modes interleaved on a suite; table then one JSON line")
+    bench.add_argument("--suite", default="humaneval", help="humaneval or a .jsonl file with a 'prompt' field per line")
+    bench.add_argument("--limit", type=int, default=None, help="first N prompts only")
+    bench.add_argument("--modes", default="ar,sync", help="comma-separated: ar, sync, hf (transformers generate), pld (prompt lookup)")
+    bench.add_argument("--max-new-tokens", type=int, default=128, help="generation budget per prompt")
+    bench.add_argument("--out", default=None, help="results file (JSONL; resumed if it exists)")
+    bench.add_argument("--fresh", action="store_true", help="ignore existing results and start over")
+    _model_flags(bench)
+    _sampling_flags(bench)
+    bench.set_defaults(func=cmd_bench)
+    return parser
+
+
+class TextStreamer:
+    """Prints the decoded text of a growing token list, holding back incomplete characters."""
+
+    def __init__(self, decode: Callable[[list[int]], str], out=sys.stdout) -> None:
+        self.decode, self.out = decode, out
+        self.tokens: list[int] = []
+        self.printed = 0
+
+    def push(self, chunk: Iterable[int]) -> None:
+        self.tokens.extend(chunk)
+        text = self.decode(self.tokens)
+        if text.endswith("\ufffd"):
+            return
+        self.out.write(text[self.printed :])
+        self.out.flush()
+        self.printed = len(text)
+
+    def close(self) -> None:
+        text = self.decode(self.tokens)
+        self.out.write(text[self.printed :] + "\n")
+        self.out.flush()
+
+
+def format_stats(stats) -> str:
+    hist = " ".join(f"{k}:{n}" for k, n in enumerate(stats.accept_hist) if n)
+    tps = stats.new_tokens / stats.total_s if stats.total_s else 0.0
+    lines = [
+        f"mode {stats.mode} | {stats.new_tokens} tokens in {stats.total_s:.2f} s ({tps:.1f} tokens/s) | stop: {stats.stop_reason}",
+        f"rounds {stats.rounds} | tau {stats.tau:.2f} | accepted-length histogram {hist or '-'}",
+        f"prefill {stats.prefill_s * 1e3:.0f} ms | draft {stats.mean_draft_s * 1e3:.1f} ms/round | verify {stats.mean_verify_s * 1e3:.1f} ms/round",
+    ]
+    return "\n".join(lines)
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from d3d.inference.engine import DecodeStats, GenerationConfig
+    from d3d.inference.pipeline import Pipeline
+    from d3d.inference.sampling import SamplingConfig
+
+    sampling = SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p)
+    cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, sampling=sampling, stop_strings=tuple(args.stop), seed=args.seed)
+    cfg.validate()
+    if args.block_size is not None and args.block_size < 2:
+        raise D3DError(f"block size must be at least 2, got {args.block_size}")
+    pipe = Pipeline.load(target=args.target, drafter=args.drafter, block_size=args.block_size, device=args.device)
+    prompt_ids = pipe.target.encode_chat(args.prompt)
+    if args.mode == "sync":
+        print(f"[d3d] {pipe.drafter.description}", file=sys.stderr)
+    stats = DecodeStats(args.mode)
+    streamer = TextStreamer(pipe.target.decode)
+    for chunk in pipe.stream(prompt_ids, args.mode, cfg, stats):
+        streamer.push(chunk)
+    streamer.close()
+    print("---")
+    print(format_stats(stats))
+    result = {"stats": stats.as_dict()}
+    if args.compare and args.mode != "ar":
+        ar_tokens, ar_stats = pipe.generate(prompt_ids, "ar", cfg)
+        speedup = ar_stats.total_s / stats.total_s if stats.total_s else 0.0
+        same = ar_tokens == streamer.tokens
+        ident = ("yes" if same else "NO") if sampling.greedy else "n/a (sampling)"
+        print(f"plain decoding: {ar_stats.new_tokens} tokens in {ar_stats.total_s:.2f} s "
+              f"({ar_stats.new_tokens / ar_stats.total_s:.1f} tokens/s) | speedup {speedup:.2f}x | identical output: {ident}")
+        result |= {"ar": ar_stats.as_dict(), "speedup": round(speedup, 3), "identical": same if sampling.greedy else None}
+    if args.json:
+        print(json.dumps(result))
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from d3d.evaluation.bench import BenchConfig, run_bench
+
+    modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
+    if args.limit is not None and args.limit < 1:
+        raise D3DError(f"--limit must be at least 1, got {args.limit}")
+    cfg = BenchConfig(
+        suite=args.suite, limit=args.limit, modes=modes, max_new_tokens=args.max_new_tokens,
+        block_size=args.block_size, target=args.target, drafter=args.drafter, temperature=args.temperature,
+        top_p=args.top_p, top_k=args.top_k, seed=args.seed, out=args.out, fresh=args.fresh, device=args.device,
+    )
+    run_bench(cfg)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except D3DError as err:
+        print(f"d3d: error: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("\nd3d: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

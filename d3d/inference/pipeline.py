@@ -1,0 +1,209 @@
+"""Everything a run needs, loaded once: the target (runtime + tokenizer), the drafter, the decoders.
+
+`load_target` resolves a model spec (hub id, directory, GGUF, or the embedded default), loads the
+tokenizer and the native runtime (or, for an architecture the runtime lacks, remembers why so
+that features needing it fail with a clear message). `load_drafter` returns the drafter shipped
+for the default target or the one asked for, and otherwise an untrained drafter initialised from
+the target's first layers, saying so. `Pipeline.stream` runs one prompt in one mode.
+
+This module knows nothing about benchmarks or the command line.
+
+    pipe = Pipeline.load(target=None, drafter=None)
+    for text in pipe.stream_text("Write a haiku.", "sync", GenerationConfig()):
+        print(text, end="")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from d3d.errors import D3DError
+from d3d.inference.drafting import DrafterSource
+from d3d.inference.engine import DecodeStats, GenerationConfig, autoregressive_decode, speculative_decode
+from d3d.inference.stopping import StopChecker
+from d3d.models import hub
+from d3d.models.decoder import DecoderModel, load_decoder
+from d3d.models.drafter import Drafter, read_drafter_config
+
+SHIPPED_DRAFTERS_DIR = Path(__file__).resolve().parent.parent / "drafters"  # d3d/drafters/<target>/
+UNTRAINED_LAYERS = 6  # layers of the fallback (untrained) drafter, taken from the target's first
+DEFAULT_BLOCK_SIZE = 16
+NATIVE_MODES = ("ar", "sync")
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def default_dtype(device: torch.device) -> torch.dtype:
+    if device.type == "cuda" and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float32
+
+
+@dataclass
+class Target:
+    """The target model: its files, tokenizer and native runtime."""
+
+    name: str  # what the user asked for ("smollm2-135m-instruct" for the default)
+    model_dir: Path  # local Hugging Face-format directory
+    tokenizer: object  # transformers tokenizer
+    model: DecoderModel | None  # native runtime; None when the architecture is unsupported
+    unsupported: str | None = None  # why the native runtime could not load it
+    dtype: torch.dtype = torch.float32
+    device: torch.device = field(default_factory=default_device)
+
+    def native(self, feature: str) -> DecoderModel:
+        """The native runtime, or a clear D3DError naming the feature that needs it."""
+        if self.model is None:
+            raise D3DError(f"{feature} needs the native runtime, which cannot run this target: {self.unsupported}")
+        return self.model
+
+    @cached_property
+    def hf_model(self):
+        """The same weights as a transformers model (baselines; loaded on first use)."""
+        return hub.load_hf_model(self.model_dir, self.dtype, self.device)
+
+    @cached_property
+    def eos_token_ids(self) -> tuple[int, ...]:
+        ids = {self.tokenizer.eos_token_id} if self.tokenizer.eos_token_id is not None else set()
+        gen_file = self.model_dir / "generation_config.json"
+        if gen_file.exists():
+            from transformers import GenerationConfig as HFGenerationConfig
+
+            eos = HFGenerationConfig.from_pretrained(self.model_dir).eos_token_id
+            ids |= set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        return tuple(sorted(ids))
+
+    @property
+    def context_length(self) -> int:
+        return int(getattr(hub.load_config(self.model_dir), "max_position_embeddings", 0) or 1 << 30)
+
+    def encode_chat(self, prompt: str) -> Tensor:
+        """Token ids [1, n] of a single user turn with the generation prompt (raw text without a template)."""
+        if getattr(self.tokenizer, "chat_template", None):
+            ids = self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True,
+                return_dict=False,
+            )
+            if isinstance(ids, dict) or hasattr(ids, "keys"):
+                ids = ids["input_ids"]
+        else:
+            ids = self.tokenizer(prompt)["input_ids"]
+        return torch.tensor([list(ids)], device=self.device)
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def stop_checker(self, cfg: GenerationConfig) -> StopChecker:
+        return StopChecker(cfg.max_new_tokens, self.eos_token_ids, cfg.stop_strings, self.decode)
+
+
+def load_target(
+    spec: str | None = None, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+) -> Target:
+    device = torch.device(device) if device is not None else default_device()
+    dtype = dtype or default_dtype(device)
+    model_dir = hub.resolve_model_dir(spec)
+    tokenizer = hub.load_tokenizer(model_dir)
+    config = hub.load_config(model_dir)
+    model, why = None, None
+    try:
+        model = load_decoder(model_dir, dtype=dtype, device=device, config=config)
+    except D3DError as err:
+        why = str(err)
+    return Target(spec or hub.DEFAULT_TARGET, model_dir, tokenizer, model, why, dtype, device)
+
+
+@dataclass
+class DrafterChoice:
+    drafter: Drafter
+    description: str  # one line for the user: where it came from, trained or not
+
+    @property
+    def trained(self) -> bool:
+        return self.drafter.config.trained
+
+
+def shipped_drafter_dir(target: Target) -> Path | None:
+    """The drafter that ships for this target, if any (only the embedded default has one)."""
+    if target.name.lower() != hub.DEFAULT_TARGET:
+        return None
+    path = SHIPPED_DRAFTERS_DIR / hub.DEFAULT_TARGET
+    return path if (path / "drafter_config.json").is_file() else None
+
+
+def load_drafter(target: Target, spec: str | None = None, block_size: int | None = None) -> DrafterChoice:
+    """The drafter asked for, else the shipped one, else an untrained one (said plainly)."""
+    if block_size is not None and block_size < 2:
+        raise D3DError(f"block size must be at least 2, got {block_size}")
+    model = target.native("speculative decoding")
+    fingerprint = hub.tokenizer_fingerprint(target.tokenizer)
+    path = Path(spec) if spec else shipped_drafter_dir(target)
+    if path is not None:
+        if not path.exists():
+            raise D3DError(f"drafter not found: {path}")
+        config, _ = read_drafter_config(path)
+        if config.tokenizer_fingerprint and config.tokenizer_fingerprint != fingerprint:
+            raise D3DError(f"drafter {path} was built for a different tokenizer than the target's")
+        drafter = Drafter.from_pretrained(path, target=model)
+        state = "trained" if config.trained else "UNTRAINED"
+        desc = f"drafter {path} ({state}, {len(config.layers)} layers, B={config.block_size})"
+    else:
+        layers = list(range(min(UNTRAINED_LAYERS, model.spec.num_layers)))
+        drafter = Drafter.from_base(
+            target.model_dir, layers, block_size or DEFAULT_BLOCK_SIZE,
+            hub.choose_mask_token_id(target.tokenizer), fingerprint, target=model, base_name=target.name,
+            dtype=target.dtype, device=target.device,
+        )
+        desc = (f"UNTRAINED drafter from the target's first {len(layers)} layers (no trained drafter ships "
+                f"for this target yet): expect tau near 1")
+    if block_size is not None:
+        drafter.config.block_size = block_size
+    return DrafterChoice(drafter, desc)
+
+
+class Pipeline:
+    """A target and (lazily) a drafter, able to run one prompt in any native mode."""
+
+    def __init__(self, target: Target, drafter_spec: str | None = None, block_size: int | None = None) -> None:
+        self.target = target
+        self.drafter_spec = drafter_spec
+        self.block_size = block_size
+
+    @classmethod
+    def load(cls, target: str | None = None, drafter: str | None = None, block_size: int | None = None,
+             device: str | None = None) -> Pipeline:
+        return cls(load_target(target, device), drafter, block_size)
+
+    @cached_property
+    def drafter(self) -> DrafterChoice:
+        return load_drafter(self.target, self.drafter_spec, self.block_size)
+
+    def stream(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig, stats: DecodeStats) -> Iterator[list[int]]:
+        """Token chunks for prompt_ids [1, n] in `mode` ("ar" or "sync")."""
+        cfg.validate()
+        stop = self.target.stop_checker(cfg)
+        if mode == "ar":
+            return autoregressive_decode(self.target.native("plain decoding"), prompt_ids, cfg, stop, stats)
+        if mode == "sync":
+            source = DrafterSource(self.drafter.drafter, cfg.sampling, _draft_generator(cfg, self.target.device))
+            return speculative_decode(self.target.native("speculative decoding"), source, prompt_ids, cfg, stop, stats)
+        raise D3DError(f"unknown mode '{mode}' (choose from {', '.join(NATIVE_MODES)})")
+
+    def generate(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
+        stats = DecodeStats(mode)
+        tokens = [t for chunk in self.stream(prompt_ids, mode, cfg, stats) for t in chunk]
+        return tokens, stats
+
+
+def _draft_generator(cfg: GenerationConfig, device: torch.device) -> torch.Generator | None:
+    if cfg.sampling.greedy:
+        return None
+    return torch.Generator(device=device).manual_seed(cfg.seed + 1)
