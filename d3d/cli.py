@@ -2,6 +2,7 @@
 
     d3d generate --prompt "Write a haiku about the sea." [--mode sync] [--compare]
     d3d bench --suite humaneval --limit 20 --modes ar,sync,hf,pld
+    d3d cost --sizes 1,16
 
 Subcommands parse flags and call typed functions by keyword; nothing here decodes or measures.
 A `D3DError` (bad input) becomes one line on stderr and exit status 2; Ctrl-C exits with 130.
@@ -59,6 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     _model_flags(bench)
     _sampling_flags(bench)
     bench.set_defaults(func=cmd_bench)
+
+    cost = sub.add_parser("cost", help="time k-token target passes against a 1-token step (the speedup ceiling)")
+    cost.add_argument("--sizes", default="1,2,4,8,16,32", help="comma-separated pass sizes")
+    cost.add_argument("--context", type=int, default=256, help="cached tokens before each pass")
+    cost.add_argument("--repeats", type=int, default=20, help="timed repeats per size (median)")
+    cost.add_argument("--target", default=None, help="hub id, local directory or .gguf (default: embedded)")
+    cost.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")
+    cost.set_defaults(func=cmd_cost)
     return parser
 
 
@@ -143,6 +152,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
         top_p=args.top_p, top_k=args.top_k, seed=args.seed, out=args.out, fresh=args.fresh, device=args.device,
     )
     run_bench(cfg)
+    return 0
+
+
+def cmd_cost(args: argparse.Namespace) -> int:
+    from d3d.evaluation.pass_cost import measure_pass_costs, report
+    from d3d.inference.pipeline import load_target
+
+    try:
+        sizes = sorted({int(x) for x in args.sizes.split(",") if x.strip()})
+    except ValueError:
+        raise D3DError(f"--sizes must be comma-separated integers, got '{args.sizes}'") from None
+    if not sizes or sizes[0] < 1 or args.context < 1 or args.repeats < 1:
+        raise D3DError("--sizes, --context and --repeats must be positive")
+    model = load_target(args.target, args.device).native("pass timing")
+    report(measure_pass_costs(model, sizes, args.context, args.repeats))
     return 0
 
 

@@ -1,0 +1,154 @@
+"""Transformers baselines on the target's own weights: plain `generate` and prompt-lookup decoding.
+
+`hf_generate` runs `target.hf_model.generate` (the same weights as the native runtime) and fills
+a `DecodeStats` exactly as the native decoders do, so a benchmark can put the baselines beside
+`ar` and `sync` in one table:
+
+    rounds       target forward calls after the first (counted by a forward hook on the model)
+    round_tokens tokens appended by those calls (the first call's tokens are excluded, as the
+                 engine excludes the prefill's token); tau = round_tokens / rounds
+    prefill_s    the first forward call; verify_s: the later forward calls; draft_s: for prompt
+                 lookup, the time between forward calls (n-gram lookup and bookkeeping), else 0
+
+Stopping follows the project's `StopChecker` exactly: a stopping criterion feeds every token
+transformers appends into `target.stop_checker(cfg)`, so generation ends at the same token as
+the native decoders (eos, stop string or budget) and the output is that checker's tokens. This is
+used instead of transformers' own `stop_strings`, whose matching differs in edge cases.
+
+The module knows nothing about benchmarks; sampled runs are seeded with `cfg.seed` through
+torch's global generator (transformers offers no other), so they differ from native samples.
+
+    tokens, stats = hf_generate(target, target.encode_chat("Hi"), GenerationConfig(), prompt_lookup=10)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+from d3d.errors import D3DError
+from d3d.inference.engine import DecodeStats, GenerationConfig
+from d3d.inference.stopping import StopChecker
+
+if TYPE_CHECKING:
+    from d3d.inference.pipeline import Target
+
+
+def _now(device: torch.device) -> float:
+    """Wall clock; on CUDA, synchronise first so the time covers queued kernels (deliberate)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter()
+
+
+@dataclass
+class _ForwardTimer:
+    """Counts and times the target's forward calls through module hooks."""
+
+    device: torch.device
+    durations: list[float] = field(default_factory=list)  # seconds per forward call, in order
+    started: float = 0.0  # wall clock at the start of the call in flight
+
+    def before(self, *_) -> None:
+        self.started = _now(self.device)
+
+    def after(self, *_) -> None:
+        self.durations.append(_now(self.device) - self.started)
+
+
+def _stopping_criterion(stop: StopChecker, prompt_len: int, chunks: list[list[int]]):
+    """A transformers StoppingCriteria that feeds new tokens to `stop` and records each step's chunk."""
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class FeedStopChecker(StoppingCriteria):
+        def __call__(self, input_ids: Tensor, scores=None, **kwargs) -> Tensor:  # input_ids: [1, n]
+            seen = prompt_len + sum(len(c) for c in chunks)
+            chunk = input_ids[0, seen:].tolist()  # the one host sync per step (deliberate)
+            chunks.append(chunk)
+            if stop.reason is None:
+                stop.accept(chunk)
+            return torch.full((input_ids.shape[0],), stop.reason is not None, device=input_ids.device)
+
+    return StoppingCriteriaList([FeedStopChecker()])
+
+
+def _hf_generation_config(target: Target, cfg: GenerationConfig, budget: int, prompt_lookup: int):
+    """A complete transformers GenerationConfig (nothing inherited from the checkpoint's defaults)."""
+    from transformers import GenerationConfig as HFGenerationConfig
+
+    eos = list(target.eos_token_ids)
+    pad = target.tokenizer.pad_token_id
+    options = dict(
+        max_new_tokens=budget, eos_token_id=eos or None, pad_token_id=pad if pad is not None else (eos or [None])[0],
+        prompt_lookup_num_tokens=prompt_lookup or None, do_sample=not cfg.sampling.greedy,
+    )
+    if not cfg.sampling.greedy:
+        s = cfg.sampling
+        options.update(temperature=s.temperature, top_k=s.top_k, top_p=s.top_p)
+    return HFGenerationConfig(**options)
+
+
+def _budget(target: Target, prompt_len: int, max_new_tokens: int) -> int:
+    """Tokens that may be generated; D3DError if the prompt does not fit (as the engine does)."""
+    ctx = target.context_length
+    if prompt_len < 1:
+        raise D3DError("the prompt is empty")
+    if prompt_len >= ctx:
+        raise D3DError(f"the prompt has {prompt_len} tokens but the model's context is {ctx}")
+    return min(max_new_tokens, ctx - prompt_len)
+
+
+def _fill_stats(stats: DecodeStats, stop: StopChecker, chunks: list[list[int]], timer: _ForwardTimer,
+                total_s: float, prompt_lookup: int) -> None:
+    stats.new_tokens = len(stop.tokens)
+    stats.stop_reason = stop.reason
+    for chunk in chunks[1:]:  # the first forward call is the prefill
+        stats.record_round(len(chunk))
+    stats.rounds = max(len(timer.durations) - 1, 0)  # forward calls, the authority on rounds
+    stats.prefill_s = timer.durations[0] if timer.durations else 0.0
+    stats.verify_s = sum(timer.durations[1:])
+    stats.total_s = total_s
+    if prompt_lookup:
+        stats.draft_s = max(total_s - stats.prefill_s - stats.verify_s, 0.0)
+
+
+@torch.inference_mode()
+def hf_generate(
+    target: Target, prompt_ids: Tensor, cfg: GenerationConfig, prompt_lookup: int = 0
+) -> tuple[list[int], DecodeStats]:
+    """Generate with transformers on `target.hf_model`. prompt_ids: [1, n].
+
+    prompt_lookup > 0 turns on prompt-lookup decoding with that many candidate tokens per round
+    (mode "pld"); 0 is plain `generate` (mode "hf"). Returns the new tokens and their stats.
+    """
+    cfg.validate()
+    model = target.hf_model
+    prompt_ids = prompt_ids.to(model.device)
+    budget = _budget(target, prompt_ids.shape[1], cfg.max_new_tokens)
+    stop = target.stop_checker(cfg)
+    stop.max_new_tokens = budget
+    chunks: list[list[int]] = []
+    timer = _ForwardTimer(model.device)
+    hooks = [model.register_forward_pre_hook(timer.before), model.register_forward_hook(timer.after)]
+    stats = DecodeStats("pld" if prompt_lookup else "hf", prompt_tokens=prompt_ids.shape[1])
+    try:
+        if not cfg.sampling.greedy:
+            torch.manual_seed(cfg.seed)
+        t0 = _now(model.device)
+        output = model.generate(
+            prompt_ids, attention_mask=torch.ones_like(prompt_ids),
+            generation_config=_hf_generation_config(target, cfg, budget, prompt_lookup),
+            stopping_criteria=_stopping_criterion(stop, prompt_ids.shape[1], chunks),
+        )
+        total_s = _now(model.device) - t0
+    finally:
+        for hook in hooks:
+            hook.remove()
+    if stop.reason is None:  # a step the criterion did not see (should not happen): truncate here
+        stop.accept(output[0, prompt_ids.shape[1] + len(stop.tokens):].tolist())
+    _fill_stats(stats, stop, chunks, timer, total_s, prompt_lookup)
+    return list(stop.tokens), stats
