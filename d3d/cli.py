@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable, Iterable
 
 from d3d.errors import D3DError
+from d3d.training.data_cli import add_data_parser
+from d3d.training.train_cli import add_plot_parser, add_train_parser
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
@@ -68,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--target", default=None, help="hub id, local directory or .gguf (default: embedded)")
     cost.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")
     cost.set_defaults(func=cmd_cost)
+    add_data_parser(sub)
+    add_train_parser(sub)
+    add_plot_parser(sub)
     return parser
 
 

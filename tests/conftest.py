@@ -53,3 +53,39 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+TINY_CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> {% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|> assistant {% endif %}"
+)
+
+
+def save_tiny_tokenizer(path: Path, vocab_size: int = TINY["vocab_size"]) -> Path:
+    """Save a word-level tokenizer with `vocab_size` ids and a ChatML-like template into `path`.
+
+    Ids: 0 <unk>, 1 <|im_start|>, 2 <|im_end|> (eos, as in the tiny configs), 3 <pad>, 4 <mask>,
+    then the words "user", "assistant", "system" and w8 .. w{vocab_size-1} ("w" + their id).
+    """
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<unk>", "<|im_start|>", "<|im_end|>", "<pad>", "<mask>"]
+    words = ["user", "assistant", "system"]
+    vocab = {tok: i for i, tok in enumerate(specials + words)}
+    vocab.update({f"w{i}": i for i in range(len(vocab), vocab_size)})
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="<unk>", eos_token="<|im_end|>", pad_token="<pad>",
+        mask_token="<mask>", additional_special_tokens=["<|im_start|>"], chat_template=TINY_CHAT_TEMPLATE,
+    )
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def tiny_chat_model_dir(tmp_path_factory) -> Path:
+    """A tiny random Llama with a tiny tokenizer: `load_target(str(dir))` works end to end."""
+    path = save_tiny_model(tmp_path_factory.mktemp("tiny_chat"), "llama")
+    return save_tiny_tokenizer(path)

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor
 
 from d3d.errors import D3DError
-from d3d.inference.engine import DecodeStats, GenerationConfig
+from d3d.inference.engine import DecodeStats, GenerationConfig, context_budget
 from d3d.inference.stopping import StopChecker
 
 if TYPE_CHECKING:
@@ -92,16 +92,6 @@ def _hf_generation_config(target: Target, cfg: GenerationConfig, budget: int, pr
     return HFGenerationConfig(**options)
 
 
-def _budget(target: Target, prompt_len: int, max_new_tokens: int) -> int:
-    """Tokens that may be generated; D3DError if the prompt does not fit (as the engine does)."""
-    ctx = target.context_length
-    if prompt_len < 1:
-        raise D3DError("the prompt is empty")
-    if prompt_len >= ctx:
-        raise D3DError(f"the prompt has {prompt_len} tokens but the model's context is {ctx}")
-    return min(max_new_tokens, ctx - prompt_len)
-
-
 def _fill_stats(stats: DecodeStats, stop: StopChecker, chunks: list[list[int]], timer: _ForwardTimer,
                 total_s: float, prompt_lookup: int) -> None:
     stats.new_tokens = len(stop.tokens)
@@ -128,7 +118,7 @@ def hf_generate(
     cfg.validate()
     model = target.hf_model
     prompt_ids = prompt_ids.to(model.device)
-    budget = _budget(target, prompt_ids.shape[1], cfg.max_new_tokens)
+    budget = context_budget(target.context_length, prompt_ids.shape[1], cfg.max_new_tokens)
     stop = target.stop_checker(cfg)
     stop.max_new_tokens = budget
     chunks: list[list[int]] = []

@@ -104,9 +104,13 @@ def _now(device: torch.device) -> float:
     return time.perf_counter()
 
 
-def context_budget(target: DecoderModel, prompt_len: int, max_new_tokens: int) -> int:
-    """The number of tokens that may be generated; D3DError if the prompt does not fit."""
-    ctx = int(getattr(target.config, "max_position_embeddings", 0) or 1 << 30)
+def context_length(config) -> int:
+    """The model's context window from a transformers config (unbounded if it does not say)."""
+    return int(getattr(config, "max_position_embeddings", 0) or 1 << 30)
+
+
+def context_budget(ctx: int, prompt_len: int, max_new_tokens: int) -> int:
+    """The number of tokens that may be generated in a context of `ctx`; D3DError if the prompt does not fit."""
     if prompt_len < 1:
         raise D3DError("the prompt is empty")
     if prompt_len >= ctx:
@@ -125,7 +129,7 @@ def _prefill(
     target: DecoderModel, prompt: Tensor, cfg: GenerationConfig, stats: DecodeStats, generator: torch.Generator | None
 ):
     """Cache the prompt [1, n] in a fresh target cache and pick the first token."""
-    budget = context_budget(target, prompt.shape[1], cfg.max_new_tokens)
+    budget = context_budget(context_length(target.config), prompt.shape[1], cfg.max_new_tokens)
     stats.prompt_tokens = prompt.shape[1]
     cache = target.new_cache(1, prompt.shape[1] + budget + 1)
     logits = target(Rows.clean(prompt, 0), cache, logits_from=prompt.shape[1] - 1)

@@ -25,7 +25,13 @@ from torch import Tensor
 
 from d3d.errors import D3DError
 from d3d.inference.drafting import DrafterSource
-from d3d.inference.engine import DecodeStats, GenerationConfig, autoregressive_decode, speculative_decode
+from d3d.inference.engine import (
+    DecodeStats,
+    GenerationConfig,
+    autoregressive_decode,
+    context_length,
+    speculative_decode,
+)
 from d3d.inference.stopping import StopChecker
 from d3d.models import hub
 from d3d.models.decoder import DecoderModel, load_decoder
@@ -81,9 +87,9 @@ class Target:
             ids |= set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
         return tuple(sorted(ids))
 
-    @property
+    @cached_property
     def context_length(self) -> int:
-        return int(getattr(hub.load_config(self.model_dir), "max_position_embeddings", 0) or 1 << 30)
+        return context_length(hub.load_config(self.model_dir))
 
     def encode_chat(self, prompt: str) -> Tensor:
         """Token ids [1, n] of a single user turn with the generation prompt (raw text without a template)."""
@@ -190,12 +196,22 @@ class Pipeline:
         """Token chunks for prompt_ids [1, n] in `mode` ("ar" or "sync")."""
         cfg.validate()
         stop = self.target.stop_checker(cfg)
+        if mode == "ar" and self.target.model is None:
+            return self._transformers_ar(prompt_ids, cfg, stats)
         if mode == "ar":
-            return autoregressive_decode(self.target.native("plain decoding"), prompt_ids, cfg, stop, stats)
+            return autoregressive_decode(self.target.model, prompt_ids, cfg, stop, stats)
         if mode == "sync":
             source = DrafterSource(self.drafter.drafter, cfg.sampling, _draft_generator(cfg, self.target.device))
             return speculative_decode(self.target.native("speculative decoding"), source, prompt_ids, cfg, stop, stats)
         raise D3DError(f"unknown mode '{mode}' (choose from {', '.join(NATIVE_MODES)})")
+
+    def _transformers_ar(self, prompt_ids: Tensor, cfg: GenerationConfig, stats: DecodeStats) -> Iterator[list[int]]:
+        """Plain decoding through transformers, for targets the native runtime cannot run (not streamed)."""
+        from d3d.inference.baselines import hf_generate
+
+        tokens, hf_stats = hf_generate(self.target, prompt_ids, cfg)
+        vars(stats).update({k: v for k, v in vars(hf_stats).items() if k != "mode"})
+        yield tokens
 
     def generate(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
         stats = DecodeStats(mode)

@@ -119,3 +119,25 @@ def test_sampling_preserves_target_distribution(tmp_path, greedy_drafter):
         counts3[out[0]] += 1
     assert chisquare(counts2.numpy(), (p2 * n_runs).numpy()).pvalue > 1e-3
     assert chisquare(counts3.numpy(), (p1 * n_runs).numpy()).pvalue > 1e-3
+
+
+def test_stop_string_stops_both_modes_at_the_same_token(tiny_llama_dir):
+    target = load_decoder(tiny_llama_dir)
+    ref, _ = run(autoregressive_decode, target, prompt(6), max_new=30)
+
+    def decode(ids):
+        return "".join(f"<{i}>" for i in ids)
+
+    stop_at = 9
+    needle = decode(ref[stop_at - 1 : stop_at + 1])  # spans two tokens
+    cfg = GenerationConfig(max_new_tokens=30, stop_strings=(needle,))
+    outs = []
+    for decode_fn, args in [(autoregressive_decode, (target,)), (speculative_decode, (target, OracleSource(prompt(6)[0].tolist() + ref, 6)))]:
+        stats = DecodeStats("x")
+        stop = StopChecker(30, (), cfg.stop_strings, decode)
+        outs.append([t for c in decode_fn(*args, prompt(6), cfg, stop, stats) for t in c])
+        assert stats.stop_reason == "stop_string"
+    first = decode(ref).index(needle)
+    assert outs[0] == outs[1]
+    assert needle in decode(outs[0]) and needle not in decode(outs[0][:-1])
+    assert len(decode(outs[0])) == first + len(needle)

