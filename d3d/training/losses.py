@@ -1,0 +1,140 @@
+"""The drafter's training objective: L = L_diff + lambda * L_AR (DESIGN.md "Training", paper eq. 3-7).
+
+    L_diff = sum_k sum_j w_j l_{k,j} / sum_k sum_j w_j     over supervised block rows of one response
+    w_j    = exp(-(j - 1) / gamma),  j = 1..B-1             (gamma = 7 at B = 16; default 7 * B / 16)
+    L_AR   = mean next-token cross-entropy over the response tokens of the clean rows
+
+Both are defined per response (per packed example); a micro-batch of several examples averages
+the per-example values, so an example counts the same whatever its length or batch mates.
+
+The vocabulary projection runs in chunks of `chunk_rows` supervised rows, each under
+`torch.utils.checkpoint`: the forward keeps only one scalar per row, and the backward recomputes
+one chunk's logits at a time, so [rows, vocab] is never held for the whole packed sequence.
+Only supervised rows are projected at all (anchor rows, padding and rows past a response are not).
+
+This module knows the packed batch layout and a `DecoderModel`; it knows nothing of optimisers,
+data files or devices.
+
+    parts = drafter_losses(model, batch, LossConfig(block_size=16, lambda_ar=1.0))
+    parts.total.backward()
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+from torch.utils.checkpoint import checkpoint
+
+from d3d.models.decoder import DecoderModel
+from d3d.training.packing import IGNORE, PackedBatch
+
+GAMMA_AT_16 = 7.0  # the paper's decay at B = 16 (from DFlash); scaled linearly with B
+
+
+@dataclass(frozen=True)
+class LossConfig:
+    block_size: int = 16  # B
+    lambda_ar: float = 1.0  # weight of L_AR; 0 = diffusion only (L_AR is still computed, detached, for logging)
+    gamma: float | None = None  # position-weight decay; None = 7 * B / 16
+    chunk_rows: int = 256  # rows per chunk of the vocabulary projection
+
+    @property
+    def decay(self) -> float:
+        return self.gamma if self.gamma is not None else default_gamma(self.block_size)
+
+
+def default_gamma(block_size: int) -> float:
+    return GAMMA_AT_16 * block_size / 16
+
+
+def position_weights(block_size: int, gamma: float) -> Tensor:
+    """[B] weight per block row: 0 for the anchor (row 0), exp(-(j-1)/gamma) for row j >= 1."""
+    j = torch.arange(block_size, dtype=torch.float64)
+    w = torch.exp(-(j - 1) / gamma)
+    w[0] = 0.0
+    return w
+
+
+@dataclass
+class LossParts:
+    """Loss values of one micro-batch (scalars) and what they were averaged over."""
+
+    total: Tensor  # L_diff + lambda * L_AR, the value to differentiate
+    diff: Tensor  # L_diff, mean over examples
+    ar: Tensor  # L_AR, mean over examples (detached when lambda = 0)
+    diff_rows: Tensor  # supervised block rows (int)
+    ar_rows: Tensor  # response tokens with an AR loss (int)
+    rows: Tensor  # real (unpadded) query rows of the pass (int)
+
+    def as_dict(self) -> dict[str, Tensor]:
+        return dict(self.__dict__)
+
+
+def drafter_losses(model: DecoderModel, batch: PackedBatch, cfg: LossConfig) -> LossParts:
+    """Both loss parts for one packed micro-batch; only the final hidden states are kept whole."""
+    hidden = model.hidden_states(batch.rows())  # [b, n, hidden]
+    num_clean = batch.input_ids.shape[1]
+    b, k, bs = batch.block_labels.shape
+    loss_dtype = torch.promote_types(hidden.dtype, torch.float32)
+    weights = position_weights(bs, cfg.decay).to(hidden.device, loss_dtype).expand(b, k, bs)
+    diff = weighted_example_mean(
+        model, hidden[:, num_clean:], batch.block_labels.reshape(b, k * bs), weights.reshape(b, k * bs), cfg.chunk_rows
+    )
+    ar_weights = torch.ones_like(batch.ar_labels, dtype=loss_dtype)
+    with torch.set_grad_enabled(torch.is_grad_enabled() and cfg.lambda_ar != 0):
+        ar = weighted_example_mean(model, hidden[:, :num_clean], batch.ar_labels, ar_weights, cfg.chunk_rows)
+    total = diff + cfg.lambda_ar * ar if cfg.lambda_ar != 0 else diff
+    return LossParts(
+        total=total, diff=diff, ar=ar.detach() if cfg.lambda_ar == 0 else ar,
+        diff_rows=(batch.block_labels != IGNORE).sum(), ar_rows=(batch.ar_labels != IGNORE).sum(),
+        rows=batch.valid.sum() + (batch.block_labels != IGNORE).any(-1).sum() * bs,  # padding blocks have no label
+    )
+
+
+def weighted_example_mean(
+    model: DecoderModel, hidden: Tensor, labels: Tensor, weights: Tensor, chunk_rows: int
+) -> Tensor:
+    """Mean over examples of sum(w * CE) / sum(w) over each example's labelled rows.
+
+    hidden: [b, n, h]; labels: [b, n] (IGNORE = no loss); weights: [b, n].
+    """
+    b = labels.shape[0]
+    picked = labels != IGNORE  # [b, n]
+    example = torch.arange(b, device=labels.device)[:, None].expand_as(labels)[picked]  # [m]
+    losses = chunked_cross_entropy(hidden[picked], model.lm_head.weight, labels[picked], chunk_rows)  # [m]
+    w = weights[picked].to(losses.dtype)
+    num = torch.zeros(b, dtype=losses.dtype, device=losses.device).index_add(0, example, w * losses)
+    den = torch.zeros(b, dtype=losses.dtype, device=losses.device).index_add(0, example, w)
+    has = (den > 0).to(num.dtype)  # an example without labelled rows does not count (no host sync)
+    return (num / den.clamp_min(1e-12) * has).sum() / has.sum().clamp_min(1.0)
+
+
+def chunked_cross_entropy(hidden: Tensor, weight: Tensor, labels: Tensor, chunk_rows: int) -> Tensor:
+    """Per-row cross-entropy [m] of logits hidden @ weight.T, projected `chunk_rows` rows at a time.
+
+    hidden: [m, h]; weight: [vocab, h] (the LM head); labels: [m]. Under autograd each chunk is
+    checkpointed, so only one chunk's [chunk_rows, vocab] logits exist at any moment.
+    """
+    if hidden.shape[0] == 0:
+        return hidden.new_zeros(0) + 0.0 * hidden.sum()
+    chunk_rows = max(1, chunk_rows)
+    grad = torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)
+    parts = []
+    for start in range(0, hidden.shape[0], chunk_rows):
+        h, y = hidden[start : start + chunk_rows], labels[start : start + chunk_rows]
+        if grad:
+            parts.append(checkpoint(_chunk_cross_entropy, h, weight, y, use_reentrant=False))
+        else:
+            parts.append(_chunk_cross_entropy(h, weight, y))
+    return torch.cat(parts)
+
+
+def _chunk_cross_entropy(hidden: Tensor, weight: Tensor, labels: Tensor) -> Tensor:
+    logits = F.linear(hidden, weight)  # [c, vocab], the only vocabulary-sized tensor
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        logits = logits.float()  # cross-entropy in float32 under mixed precision
+    return F.cross_entropy(logits, labels, reduction="none")
+
