@@ -2,6 +2,7 @@
 
     d3d generate --prompt "Write a haiku about the sea." [--mode sync] [--compare]
     d3d bench --suite humaneval --limit 20 --modes ar,sync,hf,pld
+    d3d generate --prompt "..." --mode async --budget auto --timeline runs/timeline.json
     d3d cost --sizes 1,16
 
 Subcommands parse flags and call typed functions by keyword; nothing here decodes or measures.
@@ -37,30 +38,62 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
 
 
+def _async_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--budget", default="auto",
+                   help="async successor budget: 'auto' (measure t_d against t_v on this machine) or 'C,F' "
+                        "(position coverage, fan-out)")
+    p.add_argument("--draft-threads", type=int, default=None, help="async: torch threads of the drafting worker (default: half the cores)")
+    p.add_argument("--target-threads", type=int, default=None, help="async: torch threads of the target (default: the other half)")
+    p.add_argument("--async-backend", default=None, choices=["process", "thread", "inline"],
+                   help="async: where drafting runs (default: a worker process on CPU, a thread + CUDA stream on GPU)")
+    p.add_argument("--timeline", default=None, help="async: save the t_d / t_v timeline as JSON here, and a .png plot beside it")
+
+
+def _async_config(args: argparse.Namespace):
+    from d3d.inference.async_engine import AsyncConfig
+
+    config = AsyncConfig(budget=args.budget, backend=args.async_backend, draft_threads=args.draft_threads,
+                         target_threads=args.target_threads)
+    config.validate()
+    return config
+
+
+def _save_timeline(stats, path: str | None) -> None:
+    from d3d.evaluation.timeline import plot_timeline, save_timeline
+
+    if path and getattr(stats, "timeline", None):
+        json_path = save_timeline(stats, path)
+        png = plot_timeline(json_path, json_path.with_suffix(".png"))
+        print(f"timeline: {json_path} and {png}", file=sys.stderr)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="d3d", description="Lossless speculative decoding with a block-diffusion drafter.")
     sub = parser.add_subparsers(dest="command", required=True)
 
     gen = sub.add_parser("generate", help="answer one prompt, streaming, then print statistics")
     gen.add_argument("--prompt", required=True, help="the user message (the chat template is applied)")
-    gen.add_argument("--mode", default="sync", choices=["ar", "sync"], help="ar = plain decoding; sync = speculative")
+    gen.add_argument("--mode", default="sync", choices=["ar", "sync", "async"],
+                     help="ar = plain decoding; sync = speculative; async = speculative, drafting during verification")
     gen.add_argument("--max-new-tokens", type=int, default=256, help="generation budget")
     gen.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     gen.add_argument("--compare", action="store_true", help="also run plain decoding and print the speedup")
     gen.add_argument("--json", action="store_true", help="print the statistics as one JSON line at the end")
     _model_flags(gen)
     _sampling_flags(gen)
+    _async_flags(gen)
     gen.set_defaults(func=cmd_generate)
 
     bench = sub.add_parser("bench", help="run decoding modes interleaved on a suite; table then one JSON line")
     bench.add_argument("--suite", default="humaneval", help="humaneval or a .jsonl file with a 'prompt' field per line")
     bench.add_argument("--limit", type=int, default=None, help="first N prompts only")
-    bench.add_argument("--modes", default="ar,sync", help="comma-separated: ar, sync, hf (transformers generate), pld (prompt lookup)")
+    bench.add_argument("--modes", default="ar,sync", help="comma-separated: ar, sync, async, hf (transformers generate), pld (prompt lookup)")
     bench.add_argument("--max-new-tokens", type=int, default=128, help="generation budget per prompt")
     bench.add_argument("--out", default=None, help="results file (JSONL; resumed if it exists)")
     bench.add_argument("--fresh", action="store_true", help="ignore existing results and start over")
     _model_flags(bench)
     _sampling_flags(bench)
+    _async_flags(bench)
     bench.set_defaults(func=cmd_bench)
 
     cost = sub.add_parser("cost", help="time k-token target passes against a 1-token step (the speedup ceiling)")
@@ -107,11 +140,18 @@ def format_stats(stats) -> str:
         f"rounds {stats.rounds} | tau {stats.tau:.2f} | accepted-length histogram {hist or '-'}",
         f"prefill {stats.prefill_s * 1e3:.0f} ms | draft {stats.mean_draft_s * 1e3:.1f} ms/round | verify {stats.mean_verify_s * 1e3:.1f} ms/round",
     ]
+    if hasattr(stats, "hit_rate"):  # asynchronous decoding
+        lines.append(
+            f"async {stats.budget} (N_async {stats.n_async}, {stats.backend}) | hit rate {stats.hit_rate:.2f} "
+            f"({stats.hits}/{stats.hits + stats.misses}) | t_d {stats.mean_successor_s * 1e3:.1f} ms | "
+            f"t_v {stats.mean_verify_s * 1e3:.1f} ms | hidden {stats.hidden_share:.0%} | waited {stats.wait_s:.2f} s"
+            + (f" | FALLBACK: {stats.fallback}" if stats.fallback else ""))
     return "\n".join(lines)
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from d3d.inference.engine import DecodeStats, GenerationConfig
+    from d3d.inference.async_engine import new_stats
+    from d3d.inference.engine import GenerationConfig
     from d3d.inference.pipeline import Pipeline
     from d3d.inference.sampling import SamplingConfig
 
@@ -120,17 +160,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
     cfg.validate()
     if args.block_size is not None and args.block_size < 2:
         raise D3DError(f"block size must be at least 2, got {args.block_size}")
-    pipe = Pipeline.load(target=args.target, drafter=args.drafter, block_size=args.block_size, device=args.device)
+    pipe = Pipeline.load(target=args.target, drafter=args.drafter, block_size=args.block_size, device=args.device,
+                         async_config=_async_config(args))
     prompt_ids = pipe.target.encode_chat(args.prompt)
-    if args.mode == "sync":
+    if args.mode in ("sync", "async"):
         print(f"[d3d] {pipe.drafter.description}", file=sys.stderr)
-    stats = DecodeStats(args.mode)
+    stats = new_stats(args.mode)
     streamer = TextStreamer(pipe.target.decode)
     for chunk in pipe.stream(prompt_ids, args.mode, cfg, stats):
         streamer.push(chunk)
     streamer.close()
     print("---")
     print(format_stats(stats))
+    _save_timeline(stats, args.timeline)
     result = {"stats": stats.as_dict()}
     if args.compare and args.mode != "ar":
         ar_tokens, ar_stats = pipe.generate(prompt_ids, "ar", cfg)
@@ -142,6 +184,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         result |= {"ar": ar_stats.as_dict(), "speedup": round(speedup, 3), "identical": same if sampling.greedy else None}
     if args.json:
         print(json.dumps(result))
+    pipe.close()
     return 0
 
 
@@ -155,6 +198,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         suite=args.suite, limit=args.limit, modes=modes, max_new_tokens=args.max_new_tokens,
         block_size=args.block_size, target=args.target, drafter=args.drafter, temperature=args.temperature,
         top_p=args.top_p, top_k=args.top_k, seed=args.seed, out=args.out, fresh=args.fresh, device=args.device,
+        budget=args.budget, draft_threads=args.draft_threads, target_threads=args.target_threads,
+        async_backend=args.async_backend, timeline=args.timeline,
     )
     run_bench(cfg)
     return 0

@@ -4,6 +4,7 @@ Modes (the `MODES` registry; a new mode is one more entry):
 
     ar    plain autoregressive decoding on the native runtime (the reference, always run)
     sync  synchronous D3D speculative decoding on the native runtime
+    async asynchronous D3D decoding: successor blocks drafted during verification (docs/async.md)
     hf    transformers `generate` on the same weights
     pld   transformers prompt-lookup decoding (10 candidate tokens per round)
 
@@ -21,6 +22,15 @@ Reported per mode, over the same prompts:
                    `speedup_per_token` = the mode's tokens/s / ar's tokens/s as well.
     tokens_per_s   total new tokens / total wall time
     identical      every prompt's greedy output equals ar's token for token (null when sampling)
+
+and for the drafter modes (sync, async):
+
+    mean_td_ms     mean drafter pass per round: sync's draft, async's packed successor pass (t_d)
+    mean_tv_ms     mean target verification pass (t_v)
+    hit_rate       async: share of looked-up rounds whose candidates came from a successor branch
+    hidden_share   async: share of rounds whose successor pass ended before their verification did
+                   (0 for sync, which hides nothing)
+    speedup_vs_sync  async: sync's total wall time / async's (when both ran)
 
 Results are appended to a JSONL file (default `runs/bench/<config hash>.jsonl` under the current
 directory): a header line with the config, then one line per finished prompt holding every mode's
@@ -54,6 +64,8 @@ from torch import Tensor
 
 from d3d.errors import D3DError
 from d3d.evaluation.suites import Prompt, load_suite
+from d3d.evaluation.timeline import plot_timeline, save_timeline
+from d3d.inference.async_engine import AsyncConfig
 from d3d.inference.baselines import hf_generate
 from d3d.inference.engine import DecodeStats, GenerationConfig
 from d3d.inference.pipeline import Pipeline, default_device
@@ -75,6 +87,10 @@ def run_sync(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple
     return pipe.generate(prompt_ids, "sync", cfg)
 
 
+def run_async(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
+    return pipe.generate(prompt_ids, "async", cfg)
+
+
 def run_hf(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
     return hf_generate(pipe.target, prompt_ids, cfg)
 
@@ -83,8 +99,9 @@ def run_pld(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[
     return hf_generate(pipe.target, prompt_ids, cfg, prompt_lookup=PLD_TOKENS)
 
 
-MODES: dict[str, ModeRunner] = {"ar": run_ar, "sync": run_sync, "hf": run_hf, "pld": run_pld}
-DRAFTER_MODES = ("sync",)  # modes that use the drafter (their summary names it)
+MODES: dict[str, ModeRunner] = {"ar": run_ar, "sync": run_sync, "async": run_async, "hf": run_hf, "pld": run_pld}
+DRAFTER_MODES = ("sync", "async")  # modes that use the drafter (their summary names it)
+ASYNC_KEYS = ("budget", "draft_threads", "target_threads", "async_backend")  # settings only async reads
 
 
 @dataclass
@@ -105,6 +122,11 @@ class BenchConfig:
     out: str | None = None  # results file (None: runs/bench/<config hash>.jsonl)
     fresh: bool = False  # ignore and overwrite an existing results file
     device: str | None = None  # "cpu", "cuda", ... (None: cuda if available)
+    budget: str = "auto"  # async successor budget: "auto" or "C,F"
+    draft_threads: int | None = None  # async: torch threads of the drafting worker (None: half the cores)
+    target_threads: int | None = None  # async: torch threads of the target (None: the other half)
+    async_backend: str | None = None  # async: "process", "thread" or "inline" (None: by device)
+    timeline: str | None = None  # async: save the last async generation's timeline here (JSON + .png)
 
     def __post_init__(self) -> None:
         self.modes = tuple(self.modes)
@@ -128,12 +150,17 @@ class BenchConfig:
         if self.block_size is not None and self.block_size < 2:
             raise D3DError(f"block size must be at least 2, got {self.block_size}")
         self.generation().validate()
+        self.async_config().validate()
         _check_device(self.device)
+
+    def async_config(self) -> AsyncConfig:
+        return AsyncConfig(budget=self.budget, backend=self.async_backend, draft_threads=self.draft_threads,
+                           target_threads=self.target_threads)
 
     def results_key(self) -> dict:
         """What a results file must match to be resumed (everything but limit, out and fresh)."""
         key = asdict(self)
-        for name in ("limit", "out", "fresh"):
+        for name in ("limit", "out", "fresh", "timeline") + (() if "async" in self.modes else ASYNC_KEYS):
             key.pop(name)
         key["modes"] = list(self.run_modes)
         key["device"] = str(torch.device(self.device) if self.device else default_device())
@@ -269,7 +296,17 @@ def run_record(tokens: list[int], stats: DecodeStats) -> dict:
         "rounds": stats.rounds, "round_tokens": stats.round_tokens, "tau": stats.tau,
         "draft_s": stats.draft_s, "verify_s": stats.verify_s, "stop_reason": stats.stop_reason,
         "tokens": tokens,
-    }
+    } | async_record(stats)
+
+
+def async_record(stats: DecodeStats) -> dict:
+    """What asynchronous decoding adds to a record (nothing for other modes)."""
+    if not hasattr(stats, "hit_rate"):
+        return {}
+    return {"hits": stats.hits, "misses": stats.misses, "successor_s": stats.successor_s,
+            "successor_passes": stats.successor_passes, "hidden_rounds": stats.hidden_rounds,
+            "overlapped_rounds": stats.overlapped_rounds, "wait_s": stats.wait_s, "budget": stats.budget,
+            "fallback": stats.fallback}
 
 
 def run_prompt(pipe: Pipeline, modes: tuple[str, ...], index: int, prompt: Prompt, cfg: GenerationConfig) -> dict:
@@ -295,7 +332,8 @@ def warm_up(pipe: Pipeline, modes: tuple[str, ...], prompt: Prompt, cfg: Generat
 
 def _mode_totals(records: list[dict]) -> dict:
     keys = ("new_tokens", "total_s", "rounds", "round_tokens", "draft_s", "verify_s")
-    return {key: sum(r[key] for r in records) for key in keys}
+    async_keys = ("hits", "misses", "successor_s", "successor_passes", "hidden_rounds", "overlapped_rounds", "wait_s")
+    return {key: sum(r.get(key, 0) for r in records) for key in keys + async_keys}
 
 
 def _ratio(num: float, den: float) -> float | None:
@@ -315,9 +353,29 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
         records = [row["results"][mode] for row in rows]
         identical = all(r["tokens"] == a["tokens"] for r, a in zip(records, ar_records)) if greedy else None
         summary[mode] = _mode_summary(_mode_totals(records), ar, identical, len(rows))
+        if mode in DRAFTER_MODES:
+            summary[mode] |= _drafting_summary(mode, _mode_totals(records), records)
         if mode in DRAFTER_MODES and drafter is not None:
             summary[mode]["drafter"] = drafter
+    if "sync" in summary and "async" in summary:
+        summary["async"]["speedup_vs_sync"] = _rounded(_ratio(summary["sync"]["total_s"], summary["async"]["total_s"]))
     return summary
+
+
+def _drafting_summary(mode: str, t: dict, records: list[dict]) -> dict:
+    """t_d / t_v, and for async the hit rate and the share of hidden drafting."""
+    if mode == "sync":
+        return {"mean_td_ms": _rounded(_ratio(1000 * t["draft_s"], t["rounds"])),
+                "mean_tv_ms": _rounded(_ratio(1000 * t["verify_s"], t["rounds"])), "hit_rate": None, "hidden_share": 0.0}
+    return {
+        "mean_td_ms": _rounded(_ratio(1000 * t["successor_s"], t["successor_passes"])),
+        "mean_tv_ms": _rounded(_ratio(1000 * t["verify_s"], t["rounds"])),
+        "hit_rate": _rounded(_ratio(t["hits"], t["hits"] + t["misses"])),
+        "hidden_share": _rounded(_ratio(t["hidden_rounds"], t["overlapped_rounds"])),
+        "mean_wait_ms": _rounded(_ratio(1000 * t["wait_s"], t["rounds"])),
+        "budget": records[0].get("budget") if records else None,
+        "fallbacks": sum(r.get("fallback") is not None for r in records),
+    }
 
 
 def _mode_summary(t: dict, ar: dict, identical: bool | None, n_prompts: int) -> dict:
@@ -341,16 +399,18 @@ def _fmt(value, spec: str) -> str:
 
 
 def format_table(summary: dict) -> str:
-    """One row per mode: tau, tokens/s, speedup, identical, mean t_d / t_v per round, prompts, tokens."""
+    """One row per mode: tau, tokens/s, speedup, identical, mean t_d / t_v, prompts, tokens, hit rate and
+    hidden share (t_d: sync's draft, async's packed successor pass)."""
     head = (f"{'mode':<6} {'tau':>6} {'tok/s':>8} {'speedup':>8} {'identical':>9} {'t_d ms':>8} {'t_v ms':>8} "
-            f"{'prompts':>7} {'tokens':>7}")
+            f"{'prompts':>7} {'tokens':>7} {'hit':>5} {'hidden':>6}")
     lines = [head, "-" * len(head)]
     for mode, s in summary.items():
         identical = "-" if s["identical"] is None else ("yes" if s["identical"] else "NO")
         lines.append(
             f"{mode:<6} {_fmt(s['tau'], '.3f'):>6} {_fmt(s['tokens_per_s'], '.2f'):>8} "
-            f"{_fmt(s['speedup'], '.3f'):>8} {identical:>9} {_fmt(s['mean_draft_ms'], '.2f'):>8} "
-            f"{_fmt(s['mean_verify_ms'], '.2f'):>8} {s['n_prompts']:>7} {s['new_tokens']:>7}"
+            f"{_fmt(s['speedup'], '.3f'):>8} {identical:>9} {_fmt(s.get('mean_td_ms', s['mean_draft_ms']), '.2f'):>8} "
+            f"{_fmt(s['mean_verify_ms'], '.2f'):>8} {s['n_prompts']:>7} {s['new_tokens']:>7} "
+            f"{_fmt(s.get('hit_rate'), '.2f'):>5} {_fmt(s.get('hidden_share'), '.2f'):>6}"
         )
     return "\n".join(lines)
 
@@ -376,15 +436,27 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
     out = out or sys.stdout
     cfg.validate()
     prompts = load_suite(cfg.suite, cfg.limit)
-    pipe = Pipeline.load(cfg.target, cfg.drafter, cfg.block_size, cfg.device)
+    pipe = Pipeline.load(cfg.target, cfg.drafter, cfg.block_size, cfg.device, cfg.async_config())
     drafter = pipe.drafter.description if any(m in DRAFTER_MODES for m in cfg.run_modes) else None
     results = ResultsFile(cfg.results_path(), {"config": cfg.results_key(), "drafter": drafter})
     with results.lock():
-        rows = _run_pending(pipe, prompts, cfg, results, drafter)
+        try:
+            rows = _run_pending(pipe, prompts, cfg, results, drafter)
+        finally:
+            _save_async_timeline(pipe, cfg.timeline)
+            pipe.close()
     summary = summarize([rows[p.id] for p in prompts], cfg.run_modes, cfg.temperature == 0, drafter)
     print(format_table(summary), file=out)
     print(json.dumps(summary), file=out, flush=True)
     return summary
+
+
+def _save_async_timeline(pipe: Pipeline, path: str | None) -> None:
+    """The timeline of the last async generation of this run (JSON, and a .png beside it)."""
+    runner = pipe.__dict__.get("async_runner")
+    if path and runner is not None and runner.last_stats is not None:
+        json_path = save_timeline(runner.last_stats, path)
+        _log(f"timeline of the last async generation: {json_path}, {plot_timeline(json_path, json_path.with_suffix('.png'))}")
 
 
 def _run_pending(

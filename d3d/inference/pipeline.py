@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
 from d3d.errors import D3DError
+from d3d.inference.async_engine import AsyncConfig, AsyncRunner, new_stats
 from d3d.inference.drafting import DrafterSource
 from d3d.inference.engine import (
     DecodeStats,
@@ -40,7 +41,7 @@ from d3d.models.drafter import Drafter, read_drafter_config
 SHIPPED_DRAFTERS_DIR = Path(__file__).resolve().parent.parent / "drafters"  # d3d/drafters/<target>/
 UNTRAINED_LAYERS = 6  # layers of the fallback (untrained) drafter, taken from the target's first
 DEFAULT_BLOCK_SIZE = 16
-NATIVE_MODES = ("ar", "sync")
+NATIVE_MODES = ("ar", "sync", "async")
 
 
 def default_device() -> torch.device:
@@ -178,22 +179,37 @@ def load_drafter(target: Target, spec: str | None = None, block_size: int | None
 class Pipeline:
     """A target and (lazily) a drafter, able to run one prompt in any native mode."""
 
-    def __init__(self, target: Target, drafter_spec: str | None = None, block_size: int | None = None) -> None:
+    def __init__(self, target: Target, drafter_spec: str | None = None, block_size: int | None = None,
+                 async_config: AsyncConfig | None = None) -> None:
         self.target = target
         self.drafter_spec = drafter_spec
         self.block_size = block_size
+        self.async_config = async_config or AsyncConfig()
 
     @classmethod
     def load(cls, target: str | None = None, drafter: str | None = None, block_size: int | None = None,
-             device: str | None = None) -> Pipeline:
-        return cls(load_target(target, device), drafter, block_size)
+             device: str | None = None, async_config: AsyncConfig | None = None) -> Pipeline:
+        return cls(load_target(target, device), drafter, block_size, async_config)
 
     @cached_property
     def drafter(self) -> DrafterChoice:
         return load_drafter(self.target, self.drafter_spec, self.block_size)
 
+    @cached_property
+    def async_runner(self) -> AsyncRunner:
+        """Asynchronous decoding: a drafting worker that loads this pipeline's drafter itself."""
+        t = self.target
+        remote = partial(worker_drafter, t.name, str(t.model_dir), self.drafter_spec, self.block_size, t.dtype, str(t.device))
+        return AsyncRunner(t.native("asynchronous decoding"), remote, lambda: self.drafter.drafter, self.async_config)
+
+    def close(self) -> None:
+        """Stop the drafting worker, if one was started."""
+        if "async_runner" in self.__dict__:
+            self.async_runner.close()
+
     def stream(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig, stats: DecodeStats) -> Iterator[list[int]]:
-        """Token chunks for prompt_ids [1, n] in `mode` ("ar" or "sync")."""
+        """Token chunks for prompt_ids [1, n] in `mode` ("ar", "sync" or "async"; async fills an
+        `AsyncDecodeStats`, see `new_stats`)."""
         cfg.validate()
         stop = self.target.stop_checker(cfg)
         if mode == "ar" and self.target.model is None:
@@ -203,6 +219,8 @@ class Pipeline:
         if mode == "sync":
             source = DrafterSource(self.drafter.drafter, cfg.sampling, _draft_generator(cfg, self.target.device))
             return speculative_decode(self.target.native("speculative decoding"), source, prompt_ids, cfg, stop, stats)
+        if mode == "async":
+            return self.async_runner.stream(prompt_ids, cfg, stop, stats)
         raise D3DError(f"unknown mode '{mode}' (choose from {', '.join(NATIVE_MODES)})")
 
     def _transformers_ar(self, prompt_ids: Tensor, cfg: GenerationConfig, stats: DecodeStats) -> Iterator[list[int]]:
@@ -214,9 +232,21 @@ class Pipeline:
         yield tokens
 
     def generate(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
-        stats = DecodeStats(mode)
+        stats = new_stats(mode)
         tokens = [t for chunk in self.stream(prompt_ids, mode, cfg, stats) for t in chunk]
         return tokens, stats
+
+
+def worker_drafter(
+    target_name: str, model_dir: str, drafter_spec: str | None, block_size: int | None, dtype: torch.dtype, device: str
+) -> Drafter:
+    """The pipeline's drafter, loaded in a drafting worker process: the same resolution as
+    `load_drafter`, with only the target's embeddings and LM head loaded (no target layers)."""
+    config = hub.load_config(Path(model_dir))
+    embeddings = load_decoder(model_dir, layers=[], dtype=dtype, device=device, config=config)
+    target = Target(target_name, Path(model_dir), hub.load_tokenizer(Path(model_dir)), embeddings, None, dtype,
+                    torch.device(device))
+    return load_drafter(target, drafter_spec, block_size).drafter
 
 
 def _draft_generator(cfg: GenerationConfig, device: torch.device) -> torch.Generator | None:

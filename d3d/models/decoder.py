@@ -306,7 +306,7 @@ def load_decoder(
     config: PretrainedConfig | None = None,
 ) -> DecoderModel:
     """Load a Llama-family checkpoint directory, keeping only `layers` (all by default)."""
-    from safetensors.torch import load_file
+    from safetensors import safe_open
     from transformers import AutoConfig
 
     model_dir = Path(model_dir)
@@ -315,10 +315,11 @@ def load_decoder(
     index_of = {orig: new for new, orig in enumerate(layer_ids)}
     state: dict[str, Tensor] = {}
     for path in _weight_files(model_dir):
-        for name, tensor in load_file(str(path)).items():
-            key = _checkpoint_name(name, index_of)
-            if key is not None:
-                state[key] = tensor
+        with safe_open(str(path), framework="pt") as weights:  # reads only the tensors kept
+            for name in weights.keys():
+                key = _checkpoint_name(name, index_of)
+                if key is not None:
+                    state[key] = weights.get_tensor(name)
     return build_from_state(config, layer_ids, state, dtype, device, source=str(model_dir))
 
 

@@ -163,6 +163,23 @@ class Drafter(torch.nn.Module):
         rows = Rows.with_blocks(Rows.clean(new, cache.length), block, anchor_pos)
         return self.model(rows, cache, logits_from=rows.num_clean + 1)
 
+    def block_logits(self, cache: KVCache, clean: Tensor, anchors: Tensor, anchor_pos: Tensor) -> Tensor:
+        """Logits [k, B-1, vocab] of k blocks `[anchor, M, ..., M]` drafted in one pass.
+
+        clean: [1, n] tokens fed as clean rows at positions cache.length.. and cached (n may be 0).
+        anchors: [k] anchor tokens; anchor_pos: [k] their positions. Block i sees the clean keys at
+        positions < anchor_pos[i] (cached or fed in this pass) and its own rows, nothing else, so
+        one pass drafts any set of blocks whose prefixes are prefixes of the clean sequence: the
+        one block of synchronous drafting, or every successor branch of asynchronous drafting.
+        Only the masked rows go through the LM head.
+        """
+        k, bs = anchors.shape[0], self.block_size
+        blocks = torch.full((1, k, bs), self.config.mask_token_id, dtype=clean.dtype, device=clean.device)
+        blocks[0, :, 0] = anchors
+        rows = Rows.with_blocks(Rows.clean(clean, cache.length), blocks, anchor_pos.view(1, k))
+        hidden = self.model.hidden_states(rows, cache)[0, rows.num_clean :]  # [k*B, hidden]
+        return self.model.lm_head(hidden.view(k, bs, -1)[:, 1:])
+
 
 def read_drafter_config(path: str | Path) -> tuple[DrafterConfig, PretrainedConfig]:
     """Parse `drafter_config.json`; a clear D3DError if it is missing or malformed."""

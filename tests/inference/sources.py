@@ -38,3 +38,70 @@ class RandomSource(DraftSource):
         if self.greedy:
             return Draft(q.argmax(-1))
         return Draft(torch.multinomial(q, 1, generator=self.gen)[:, 0], q)
+
+
+class FakeCache:
+    """The part of `KVCache` the asynchronous state machine uses: a column count."""
+
+    def __init__(self) -> None:
+        self.length = 0
+
+    def reset(self) -> None:
+        self.length = 0
+
+    def reserve(self, extra: int) -> None:
+        pass
+
+    def crop(self, length: int) -> None:
+        assert 0 <= length <= self.length, f"crop to {length} of {self.length}"
+        self.length = length
+
+
+class ScriptedDrafter:
+    """A stand-in `Drafter` whose predictions depend only on the absolute position, so every
+    verification outcome and every hit is known in advance.
+
+    At position j its top token is reference[j], except at the positions in `wrong`: there it
+    proposes a wrong token first, and its best alternatives contain reference[j] iff wrong[j] is
+    True. Every pass checks the cache invariant of `async_drafting.py`. After `fail_after`
+    passes it raises (a crashing worker).
+    """
+
+    def __init__(self, reference: list[int], block_size: int, vocab: int, wrong: dict[int, bool] | None = None,
+                 fail_after: int | None = None, mask_id: int = 0) -> None:
+        from types import SimpleNamespace
+
+        self.reference, self.block_size, self.vocab = reference, block_size, vocab
+        self.wrong = wrong or {}
+        self.fail_after, self.passes = fail_after, 0
+        self.config = SimpleNamespace(mask_token_id=mask_id, trained=False)
+        self.model = SimpleNamespace(device=torch.device("cpu"), spec=SimpleNamespace(vocab_size=vocab))
+
+    def new_cache(self) -> FakeCache:
+        return FakeCache()
+
+    def scores(self, position: int) -> Tensor:
+        """Logits [V] at an absolute position."""
+        r = self.reference[position] if position < len(self.reference) else 0
+        order = [r] + [(r + k) % self.vocab for k in range(1, 5)]
+        if position in self.wrong:
+            rest = order[1:] if self.wrong[position] else order[2:]
+            order = [order[1], r, *order[2:]] if self.wrong[position] else [order[1], *rest]
+        logits = torch.full((self.vocab,), -20.0)
+        for rank, token in enumerate(order):
+            logits[token] = 10.0 - rank
+        if position in self.wrong and not self.wrong[position]:
+            logits[r] = -30.0  # far outside any fan-out
+        return logits
+
+    def block_logits(self, cache: FakeCache, clean: Tensor, anchors: Tensor, anchor_pos: Tensor) -> Tensor:
+        self.passes += 1
+        if self.fail_after is not None and self.passes > self.fail_after:
+            raise RuntimeError("scripted drafter failure")
+        known = cache.length + clean.shape[1]  # positions with a clean token after this pass
+        assert int(anchor_pos.max()) <= known, "a block anchored beyond the clean prefix"
+        if anchors.numel() == 1 and clean.shape[1] == 0:
+            assert int(anchor_pos[0]) == cache.length, "sync draft: the cache must hold exactly the tokens before the anchor"
+        cache.length = known
+        bs = self.block_size
+        return torch.stack([torch.stack([self.scores(int(p) + j) for j in range(1, bs)]) for p in anchor_pos])

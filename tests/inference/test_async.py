@@ -1,0 +1,195 @@
+"""Asynchronous speculative decoding is lossless, and its hits are exactly the expected ones.
+
+In-process backends (inline: serial; thread: concurrent) run the same state machine as the worker
+process (tests/inference/test_async_worker.py)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from scipy.stats import chisquare
+
+from d3d.inference.async_drafting import InlineBackend, SuccessorDrafter, ThreadBackend
+from d3d.inference.async_engine import AsyncDecodeStats, async_speculative_decode
+from d3d.inference.engine import DecodeStats, GenerationConfig, autoregressive_decode
+from d3d.inference.sampling import SamplingConfig, probs_from_logits
+from d3d.inference.stopping import StopChecker
+from d3d.inference.successors import Budget
+from d3d.models.attention import Rows
+from d3d.models.decoder import load_decoder
+from d3d.models.drafter import Drafter
+from tests.conftest import save_tiny_model
+from tests.inference.sources import ScriptedDrafter
+
+MASK_ID = 96
+
+
+def make_backend(kind: str, drafter):
+    return InlineBackend(SuccessorDrafter(drafter)) if kind == "inline" else ThreadBackend(lambda: drafter)
+
+
+def run_async(target, backend, prompt, budget, max_new=40, cfg=None, eos=()):
+    cfg = cfg or GenerationConfig(max_new_tokens=max_new)
+    stats = AsyncDecodeStats("async")
+    stop = StopChecker(cfg.max_new_tokens, eos)
+    out = [t for chunk in async_speculative_decode(target, backend, prompt, cfg, stop, stats, budget) for t in chunk]
+    return out, stats
+
+
+def greedy(target, prompt, max_new=40, eos=()):
+    cfg = GenerationConfig(max_new_tokens=max_new)
+    return [t for c in autoregressive_decode(target, prompt, cfg, StopChecker(max_new, eos), DecodeStats("ar")) for t in c]
+
+
+def lookups(stats: AsyncDecodeStats) -> int:
+    """Rounds whose candidates came from a branch lookup (all but the first and a draftless last)."""
+    return sum(e["kind"] == "verify" and e["source"] in ("hit", "miss") for e in stats.timeline)
+
+
+def prompt(seed=0, n=7):
+    return torch.randint(0, 90, (1, n), generator=torch.Generator().manual_seed(seed))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny models gain nothing from a second thread, and on a busy machine they lose a lot."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)
+
+
+@pytest.fixture(scope="module")
+def target(tiny_llama_dir):
+    return load_decoder(tiny_llama_dir)
+
+
+@pytest.mark.parametrize("kind", ["inline", "thread"])
+@pytest.mark.parametrize("block_size, budget", [(4, Budget(1, 1)), (4, Budget(2, 1)), (5, Budget(3, 2)),
+                                                (4, Budget(16, 3)), (2, Budget(2, 2))])
+def test_greedy_identical_with_untrained_drafter(tiny_llama_dir, target, kind, block_size, budget):
+    drafter = Drafter.from_base(tiny_llama_dir, [0, 1], block_size, MASK_ID, "fp", target=target)
+    backend = make_backend(kind, drafter)
+    try:
+        for seed in range(2):
+            got, stats = run_async(target, backend, prompt(seed), budget)
+            assert got == greedy(target, prompt(seed))
+            assert stats.rounds >= 40 / block_size and stats.hits + stats.misses == lookups(stats) >= stats.rounds - 2
+            assert stats.successor_passes >= lookups(stats)
+    finally:
+        backend.close()
+
+
+def test_greedy_identical_with_scripted_oracle(target):
+    """A drafter that is always right: every round after the first is a full-acceptance hit."""
+    p = prompt(3)
+    want = greedy(target, p, max_new=48)
+    oracle = ScriptedDrafter(p[0].tolist() + want, 6, 97)
+    got, stats = run_async(target, InlineBackend(SuccessorDrafter(oracle)), p, Budget(3, 2), max_new=48)
+    assert got == want
+    assert stats.misses == 0 and stats.hits == lookups(stats) >= stats.rounds - 2
+    assert stats.accept_hist[6] == 1  # first block: B-1 candidates, all accepted
+    assert stats.tau > 4.5  # then B-2 candidates per round (the guess row is the bonus)
+
+
+def simulate(prompt_len: int, max_new: int, wrong: dict[int, bool], bs: int, budget: Budget) -> tuple[int, int, int]:
+    """(hits, misses, rounds) that the rules of DESIGN.md predict for a `ScriptedDrafter`."""
+    anchor, produced, available = prompt_len, 1, bs - 1
+    hits = misses = rounds = 0
+    while produced < max_new:
+        n = min(bs - 1, max_new - produced - 1, available)
+        rounds += 1
+        rejected = next((i for i in range(1, n + 1) if anchor + i in wrong), None)
+        accepted = n if rejected is None else rejected - 1
+        produced, anchor = produced + accepted + 1, anchor + accepted + 1
+        if produced >= max_new or max_new - produced - 1 == 0:
+            rounds += max_new - produced  # a last single-token round without a draft
+            break
+        if rejected is None:
+            hit = bs >= 3 and n >= 1 and anchor not in wrong
+            available = bs - 2 if hit else bs - 1
+        else:
+            hit = rejected <= budget.coverage - 1 and wrong[anchor]
+            available = bs - 1
+        hits, misses = hits + hit, misses + (not hit)
+    return hits, misses, rounds
+
+
+SCENARIOS = {
+    "all right": {},
+    "all wrong, caught": {j: True for j in range(200)},
+    "all wrong, not caught": {j: False for j in range(200)},
+    "mixed": {j: j % 3 == 0 for j in range(200) if j % 4 in (1, 2)},
+}
+
+
+@pytest.mark.parametrize("kind", ["inline", "thread"])
+@pytest.mark.parametrize("scenario", SCENARIOS)
+@pytest.mark.parametrize("budget", [Budget(1, 1), Budget(2, 1), Budget(3, 2)])
+def test_hit_accounting_matches_a_scripted_drafter(target, kind, scenario, budget):
+    p, bs, max_new = prompt(4), 5, 40
+    want = greedy(target, p, max_new=max_new)
+    wrong = {j: v for j, v in SCENARIOS[scenario].items() if j > p.shape[1]}
+    scripted = ScriptedDrafter(p[0].tolist() + want, bs, 97, wrong)
+    backend = make_backend(kind, scripted)
+    try:
+        got, stats = run_async(target, backend, p, budget, max_new=max_new)
+    finally:
+        backend.close()
+    assert got == want
+    assert (stats.hits, stats.misses, stats.rounds) == simulate(p.shape[1], max_new, wrong, bs, budget)
+    if scenario == "all wrong, caught":
+        assert stats.hits == (lookups(stats) if budget.coverage >= 2 else 0)
+    if scenario == "all wrong, not caught":
+        assert stats.hits == 0
+
+
+def test_eos_stops_at_the_same_token(target):
+    ref = greedy(target, prompt(5), max_new=30)
+    eos = ref[11]
+    want = ref[: ref.index(eos) + 1]
+    oracle = ScriptedDrafter(prompt(5)[0].tolist() + ref, 4, 97)
+    got, stats = run_async(target, InlineBackend(SuccessorDrafter(oracle)), prompt(5), Budget(2, 1), max_new=30, eos=[eos])
+    assert got == want and stats.stop_reason == "eos"
+
+
+def exact_marginals(target, prompt: torch.Tensor, sampling: SamplingConfig, depth: int) -> list[torch.Tensor]:
+    """Exact distribution [V] of each of the first `depth` generated tokens, by enumeration."""
+    v = target.spec.vocab_size
+    seqs, joint, marginals = prompt, torch.ones(1, dtype=torch.float64), []
+    with torch.no_grad():
+        for _ in range(depth):
+            step = probs_from_logits(target(Rows.clean(seqs, 0))[:, -1].double(), sampling)  # [S, V]
+            joint = (joint[:, None] * step).flatten()
+            marginals.append(joint.view(-1, v).sum(0))
+            seqs = torch.cat([seqs.repeat_interleave(v, 0), torch.arange(v).repeat(seqs.shape[0])[:, None]], 1)
+    return marginals
+
+
+@pytest.mark.parametrize("sampling", [SamplingConfig(temperature=1.3), SamplingConfig(temperature=0.9, top_k=6)])
+def test_sampling_preserves_target_distribution(tmp_path, sampling):
+    """Every generated token follows the target exactly, also those verified against a successor
+    branch's q after a hit (most rounds after the first here)."""
+    d = save_tiny_model(tmp_path, "llama", seed=1, vocab_size=12, hidden_size=16, intermediate_size=32,
+                        num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1)
+    target = load_decoder(d, dtype=torch.float64)
+    drafter = Drafter.from_base(d, [0], 4, 11, "fp", dtype=torch.float64)  # its own head, to sharpen alone
+    with torch.no_grad():  # a peaked target, and a drafter that is related but often wrong
+        target.lm_head.weight.mul_(2.5)
+        drafter.model.lm_head.weight.mul_(2.5)
+    n_runs, depth = 1200, 4
+    p = torch.tensor([[1, 2, 3]])
+    want = exact_marginals(target, p, sampling, depth)
+    backend = InlineBackend(SuccessorDrafter(drafter))
+    counts = torch.zeros(depth, 12)
+    hits = lookups = 0
+    for seed in range(n_runs):
+        cfg = GenerationConfig(max_new_tokens=depth + 1, sampling=sampling, seed=seed)
+        out, stats = run_async(target, backend, p, Budget(3, 3), cfg=cfg)
+        counts[torch.arange(depth), torch.tensor(out[:depth])] += 1
+        hits, lookups = hits + stats.hits, lookups + stats.hits + stats.misses
+    assert 0.2 < hits / lookups < 0.9  # both paths are exercised
+    for k in range(depth):
+        support = want[k] > 0
+        assert counts[k][~support].sum() == 0
+        assert chisquare(counts[k][support].numpy(), (want[k][support] * n_runs).numpy()).pvalue > 1e-3, k
