@@ -36,6 +36,17 @@ def save_tiny_model(path: Path, kind: str = "llama", seed: int = 0, **overrides)
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def one_thread():
+    """Tiny models gain nothing from a second intra-op thread, and when another process holds the
+    other core, OpenMP threads spin and small ops cost milliseconds. Tests that need more threads
+    (the async worker's) set their own."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(saved)
+
+
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory) -> Path:
     return save_tiny_model(tmp_path_factory.mktemp("tiny_llama"), "llama")

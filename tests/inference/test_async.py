@@ -50,15 +50,6 @@ def prompt(seed=0, n=7):
     return torch.randint(0, 90, (1, n), generator=torch.Generator().manual_seed(seed))
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models gain nothing from a second thread, and on a busy machine they lose a lot."""
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
-
-
 @pytest.fixture(scope="module")
 def target(tiny_llama_dir):
     return load_decoder(tiny_llama_dir)

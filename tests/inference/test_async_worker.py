@@ -22,14 +22,6 @@ from tests.inference.sources import ScriptedDrafter
 MASK_ID = 96
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    saved = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(saved)
-
-
 @pytest.fixture(scope="module")
 def target(tiny_llama_dir):
     return load_decoder(tiny_llama_dir)

@@ -244,16 +244,6 @@ def draw_drafts(case: TwoTokenCase, trials: int, gen: torch.Generator) -> Tensor
     return torch.multinomial(case.q, trials, replacement=True, generator=gen).T
 
 
-@pytest.fixture
-def one_thread():
-    """Run tiny-tensor loops on one intra-op thread: CPU softmax hands even a [3, 4] tensor to the
-    thread pool, which costs milliseconds per call when other processes hold the cores."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def run_speculative_trials(
     case: TwoTokenCase, cfg: SamplingConfig, trials: int
 ) -> tuple[Tensor, Tensor]:
@@ -306,17 +296,17 @@ def assert_preserves_target(case: TwoTokenCase, cfg: SamplingConfig) -> None:
     [(False, 2), (True, 2), (False, 1)],
     ids=["sampled_q", "one_hot_q", "sampled_q_bonus"],
 )
-def test_sampling_preserves_target_distribution(greedy_drafter, num_draft, one_thread):
+def test_sampling_preserves_target_distribution(greedy_drafter, num_draft):
     case = TwoTokenCase.random(seed=7, greedy_drafter=greedy_drafter, num_draft=num_draft)
     assert_preserves_target(case, SAMPLING)
 
 
-def test_sampling_preserves_warped_target_distribution(one_thread):
+def test_sampling_preserves_warped_target_distribution():
     cfg = SamplingConfig(temperature=0.7, top_k=3)
     assert_preserves_target(TwoTokenCase.random(seed=11, greedy_drafter=False), cfg)
 
 
-def test_statistical_test_detects_a_wrong_residual(monkeypatch, one_thread):
+def test_statistical_test_detects_a_wrong_residual(monkeypatch):
     """The chi-square test has power: recovering from p instead of max(p - q, 0) must fail it."""
     monkeypatch.setattr(verify_module, "_residual_distribution", lambda p, q: p)
     case = TwoTokenCase.random(seed=7, greedy_drafter=False)

@@ -21,15 +21,6 @@ from tests.conftest import save_tiny_model
 MASK_ID = 96
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run fastest on one thread (and a second busy core makes OpenMP threads spin)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def write_rows(path, count: int = 20, seed: int = 0):
     """Rows whose responses are arithmetic sequences: learnable, so the loss must fall."""
     g = np.random.default_rng(seed)
