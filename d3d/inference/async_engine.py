@@ -51,7 +51,7 @@ from d3d.inference.async_drafting import (
     WorkerDied,
 )
 from d3d.inference.budget import TRAINED_PRIOR, UNTRAINED_PRIOR, AcceptancePrior, BudgetChoice, calibrate_budget
-from d3d.inference.engine import DecodeStats, GenerationConfig, _generator, _now, _pick, _prefill
+from d3d.inference.engine import DecodeStats, GenerationConfig, now, pick_token, start_decode
 from d3d.inference.stopping import StopChecker
 from d3d.inference.successors import Budget
 from d3d.inference.verify import verify
@@ -252,14 +252,12 @@ def async_speculative_decode(
 
     budget None drafts every block synchronously (no successor passes)."""
     dev = target.device
-    gen = _generator(cfg, dev)
-    stats.origin_s = t0 = _now(dev)
     stats.budget, stats.backend = str(budget) if budget else "none", backend.name
     stats.n_async = budget.tokens(backend.block_size) if budget else 0
-    cache, token, limit = _prefill(target, prompt, cfg, stats, gen)
-    stop.max_new_tokens = min(stop.max_new_tokens, limit)
-    stats.prefill_s = _now(dev) - t0
-    committed = prompt[0].tolist() + [int(token)]
+    start = start_decode(target, prompt, cfg, stop, stats)
+    cache, gen, t0 = start.cache, start.generator, start.t0
+    stats.origin_s = t0
+    committed = prompt[0].tolist() + [start.first_token]
     stats.new_tokens += 1
     drafts = _Drafts(backend, fallback, cfg, budget, stats)
     bs = backend.block_size
@@ -273,7 +271,7 @@ def async_speculative_decode(
         else:
             yield committed[-1:]
         stats.stop_reason = stop.reason
-        stats.total_s = _now(dev) - t0
+        stats.total_s = now(dev) - t0
     finally:
         drafts.finish()
         stats.count_hidden()
@@ -291,16 +289,16 @@ def _rounds(
         if draft is not None and rnd > 0:
             source = {True: "hit", False: "miss", None: "sync"}[draft.hit]
         anchor_pos = len(committed) - 1
-        t1 = _now(dev)
+        t1 = now(dev)
         block = torch.tensor([committed[-1:] + (draft.tokens if draft else [])], device=dev)
         logits = target(Rows.clean(block, anchor_pos), cache)[0]  # [n+1, V]
         if draft is None:
-            tokens, accepted = [int(_pick(logits[0], cfg.sampling, gen))], 0
+            tokens, accepted = [int(pick_token(logits[0], cfg.sampling, gen))], 0
         else:
             result = verify(block[0, 1:], draft.probs, logits, cfg.sampling, gen)
             tokens, accepted = result.tokens.tolist(), result.num_accepted
         cache.crop(anchor_pos + 1 + accepted)
-        t2 = _now(dev)
+        t2 = now(dev)
         stats.verify_s += t2 - t1
         stats.timeline.append({"kind": "verify", "round": rnd, "start": t1, "end": t2, "rows": block.shape[1],
                                "accepted": accepted, "source": source if draft else "none"})

@@ -23,7 +23,6 @@ torch's global generator (transformers offers no other), so they differ from nat
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -31,18 +30,11 @@ import torch
 from torch import Tensor
 
 from d3d.errors import D3DError
-from d3d.inference.engine import DecodeStats, GenerationConfig, context_budget
+from d3d.inference.engine import DecodeStats, GenerationConfig, context_budget, now
 from d3d.inference.stopping import StopChecker
 
 if TYPE_CHECKING:
     from d3d.inference.pipeline import Target
-
-
-def _now(device: torch.device) -> float:
-    """Wall clock; on CUDA, synchronise first so the time covers queued kernels (deliberate)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    return time.perf_counter()
 
 
 @dataclass
@@ -54,10 +46,10 @@ class _ForwardTimer:
     started: float = 0.0  # wall clock at the start of the call in flight
 
     def before(self, *_) -> None:
-        self.started = _now(self.device)
+        self.started = now(self.device)
 
     def after(self, *_) -> None:
-        self.durations.append(_now(self.device) - self.started)
+        self.durations.append(now(self.device) - self.started)
 
 
 def _stopping_criterion(stop: StopChecker, prompt_len: int, chunks: list[list[int]]):
@@ -128,13 +120,13 @@ def hf_generate(
     try:
         if not cfg.sampling.greedy:
             torch.manual_seed(cfg.seed)
-        t0 = _now(model.device)
+        t0 = now(model.device)
         output = model.generate(
             prompt_ids, attention_mask=torch.ones_like(prompt_ids),
             generation_config=_hf_generation_config(target, cfg, budget, prompt_lookup),
             stopping_criteria=_stopping_criterion(stop, prompt_ids.shape[1], chunks),
         )
-        total_s = _now(model.device) - t0
+        total_s = now(model.device) - t0
     finally:
         for hook in hooks:
             hook.remove()

@@ -33,6 +33,7 @@ from d3d.inference.stopping import StopChecker
 from d3d.inference.verify import verify
 from d3d.models.attention import Rows
 from d3d.models.decoder import DecoderModel
+from d3d.models.kv_cache import KVCache
 
 
 @dataclass
@@ -97,7 +98,7 @@ class DecodeStats:
         }
 
 
-def _now(device: torch.device) -> float:
+def now(device: torch.device) -> float:
     """Wall clock; on CUDA, synchronise first so that the time covers queued kernels (deliberate)."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -118,28 +119,48 @@ def context_budget(ctx: int, prompt_len: int, max_new_tokens: int) -> int:
     return min(max_new_tokens, ctx - prompt_len)
 
 
-def _pick(logits: Tensor, sampling: SamplingConfig, generator: torch.Generator | None) -> Tensor:
+def pick_token(logits: Tensor, sampling: SamplingConfig, generator: torch.Generator | None) -> Tensor:
     """One token from logits [..., V] (argmax when greedy)."""
     if sampling.greedy:
         return logits.argmax(-1)
     return sample(probs_from_logits(logits, sampling), generator)
 
 
-def _prefill(
-    target: DecoderModel, prompt: Tensor, cfg: GenerationConfig, stats: DecodeStats, generator: torch.Generator | None
-):
-    """Cache the prompt [1, n] in a fresh target cache and pick the first token."""
+def sampling_generator(cfg: GenerationConfig, device: torch.device, offset: int = 0) -> torch.Generator | None:
+    """The seeded generator of one run (None when greedy); drafting sides use offset 1."""
+    if cfg.sampling.greedy:
+        return None
+    return torch.Generator(device=device).manual_seed(cfg.seed + offset)
+
+
+@dataclass
+class DecodeStart:
+    """State after the prefill, shared by every decode loop."""
+
+    cache: KVCache  # the target's cache, holding the prompt
+    first_token: int  # the token picked from the prefill's last row
+    generator: torch.Generator | None  # the run's sampling generator
+    t0: float  # wall clock at the start
+
+
+def start_decode(
+    target: DecoderModel, prompt: Tensor, cfg: GenerationConfig, stop: StopChecker, stats: DecodeStats
+) -> DecodeStart:
+    """Prefill the prompt [1, n] into a fresh target cache and pick the first token.
+
+    Clamps the stop checker's budget to the context and records prefill time and prompt length.
+    """
+    dev = target.device
+    gen = sampling_generator(cfg, dev)
+    t0 = now(dev)
     budget = context_budget(context_length(target.config), prompt.shape[1], cfg.max_new_tokens)
+    stop.max_new_tokens = min(stop.max_new_tokens, budget)
     stats.prompt_tokens = prompt.shape[1]
     cache = target.new_cache(1, prompt.shape[1] + budget + 1)
     logits = target(Rows.clean(prompt, 0), cache, logits_from=prompt.shape[1] - 1)
-    return cache, _pick(logits[0, -1], cfg.sampling, generator), budget
-
-
-def _generator(cfg: GenerationConfig, device: torch.device) -> torch.Generator | None:
-    if cfg.sampling.greedy:
-        return None
-    return torch.Generator(device=device).manual_seed(cfg.seed)
+    first = int(pick_token(logits[0, -1], cfg.sampling, gen))
+    stats.prefill_s = now(dev) - t0
+    return DecodeStart(cache, first, gen, t0)
 
 
 @torch.inference_mode()
@@ -148,26 +169,22 @@ def autoregressive_decode(
 ) -> Iterator[list[int]]:
     """Plain decoding, one target pass per token. prompt: [1, n]."""
     dev = target.device
-    gen = _generator(cfg, dev)
-    t0 = _now(dev)
-    cache, token, budget = _prefill(target, prompt, cfg, stats, gen)
-    stop.max_new_tokens = min(stop.max_new_tokens, budget)
-    stats.prefill_s = _now(dev) - t0
-    pos = prompt.shape[1]
+    start = start_decode(target, prompt, cfg, stop, stats)
+    cache, token, pos = start.cache, torch.tensor(start.first_token, device=dev), prompt.shape[1]
     while True:
         tok = int(token)  # the one host sync per step
         stats.new_tokens += 1
         yield [tok]
         if stop.push(tok):
             break
-        t1 = _now(dev)
+        t1 = now(dev)
         logits = target(Rows.clean(token.view(1, 1), pos), cache)
-        token = _pick(logits[0, -1], cfg.sampling, gen)
+        token = pick_token(logits[0, -1], cfg.sampling, start.generator)
         pos += 1
-        stats.verify_s += _now(dev) - t1
+        stats.verify_s += now(dev) - t1
         stats.record_round(1)
     stats.stop_reason = stop.reason
-    stats.total_s = _now(dev) - t0
+    stats.total_s = now(dev) - start.t0
 
 
 @torch.inference_mode()
@@ -181,36 +198,32 @@ def speculative_decode(
 ) -> Iterator[list[int]]:
     """Synchronous draft-then-verify decoding; lossless for any source. prompt: [1, n]."""
     dev = target.device
-    gen = _generator(cfg, dev)
-    t0 = _now(dev)
-    cache, token, budget = _prefill(target, prompt, cfg, stats, gen)
-    stop.max_new_tokens = min(stop.max_new_tokens, budget)
-    stats.prefill_s = _now(dev) - t0
-    source.start(prompt.shape[1] + budget + source.block_size)
-    first = int(token)
-    committed = torch.cat([prompt[0], token.view(1)]).tolist()
+    start = start_decode(target, prompt, cfg, stop, stats)
+    cache, gen = start.cache, start.generator
+    source.start(prompt.shape[1] + stop.max_new_tokens + source.block_size)
+    committed = prompt[0].tolist() + [start.first_token]
     stats.new_tokens += 1
-    yield [first]
-    if stop.push(first):
-        stats.stop_reason, stats.total_s = stop.reason, _now(dev) - t0
+    yield [start.first_token]
+    if stop.push(start.first_token):
+        stats.stop_reason, stats.total_s = stop.reason, now(dev) - start.t0
         return
     while True:
         anchor_pos = len(committed) - 1
         n = min(source.block_size - 1, stop.remaining - 1)
-        t1 = _now(dev)
+        t1 = now(dev)
         ids = torch.tensor([committed], device=dev)
         draft = source.propose(ids, n) if n > 0 else None
-        t2 = _now(dev)
+        t2 = now(dev)
         block = ids[:, -1:] if draft is None else torch.cat([ids[:, -1:], draft.tokens.view(1, -1)], 1)
         logits = target(Rows.clean(block, anchor_pos), cache)[0]  # [n+1, V]
         if draft is None:
-            tokens, accepted = [int(_pick(logits[0], cfg.sampling, gen))], 0
+            tokens, accepted = [int(pick_token(logits[0], cfg.sampling, gen))], 0
         else:
             result = verify(draft.tokens, draft.probs, logits, cfg.sampling, gen)
             tokens, accepted = result.tokens.tolist(), result.num_accepted
         cache.crop(anchor_pos + 1 + accepted)
         stats.draft_s += t2 - t1
-        stats.verify_s += _now(dev) - t2
+        stats.verify_s += now(dev) - t2
         stats.record_round(len(tokens))
         kept = stop.accept(tokens)
         committed.extend(kept)
@@ -219,4 +232,4 @@ def speculative_decode(
         if stop.reason is not None:
             break
     stats.stop_reason = stop.reason
-    stats.total_s = _now(dev) - t0
+    stats.total_s = now(dev) - start.t0

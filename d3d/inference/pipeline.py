@@ -31,6 +31,7 @@ from d3d.inference.engine import (
     GenerationConfig,
     autoregressive_decode,
     context_length,
+    sampling_generator,
     speculative_decode,
 )
 from d3d.inference.stopping import StopChecker
@@ -217,7 +218,7 @@ class Pipeline:
         if mode == "ar":
             return autoregressive_decode(self.target.model, prompt_ids, cfg, stop, stats)
         if mode == "sync":
-            source = DrafterSource(self.drafter.drafter, cfg.sampling, _draft_generator(cfg, self.target.device))
+            source = DrafterSource(self.drafter.drafter, cfg.sampling, sampling_generator(cfg, self.target.device, offset=1))
             return speculative_decode(self.target.native("speculative decoding"), source, prompt_ids, cfg, stop, stats)
         if mode == "async":
             return self.async_runner.stream(prompt_ids, cfg, stop, stats)
@@ -247,9 +248,3 @@ def worker_drafter(
     target = Target(target_name, Path(model_dir), hub.load_tokenizer(Path(model_dir)), embeddings, None, dtype,
                     torch.device(device))
     return load_drafter(target, drafter_spec, block_size).drafter
-
-
-def _draft_generator(cfg: GenerationConfig, device: torch.device) -> torch.Generator | None:
-    if cfg.sampling.greedy:
-        return None
-    return torch.Generator(device=device).manual_seed(cfg.seed + 1)
