@@ -4,6 +4,9 @@
     d3d bench --suite humaneval --limit 20 --modes ar,sync,hf,pld
     d3d generate --prompt "..." --mode async --budget auto --timeline runs/timeline.json
     d3d cost --sizes 1,16
+    d3d data --out data/train.jsonl --prompts prompts.jsonl --self-instruct 200 --greedy
+    d3d train --data data/train.jsonl --num-layers 4 --output-dir runs/drafter
+    d3d plot runs/drafter/log.jsonl --out curve.png
 
 Subcommands parse flags and call typed functions by keyword; nothing here decodes or measures.
 A `D3DError` (bad input) becomes one line on stderr and exit status 2; Ctrl-C exits with 130.
