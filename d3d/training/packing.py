@@ -180,12 +180,13 @@ def _read_rows(file: Path) -> Iterator[dict | None]:
         with file.open(encoding="utf-8") as handle:
             for line in handle:
                 if line.strip():
-                    yield _json_object(line)
+                    yield json_object(line)
     except UnicodeDecodeError:
         raise D3DError(f"data file {file} is not UTF-8 text (expected JSONL or .parquet)") from None
 
 
-def _json_object(line: str) -> dict | None:
+def json_object(line: str) -> dict | None:
+    """The JSON object on one line, or None for a malformed, torn or non-object line."""
     try:
         value = json.loads(line)
     except ValueError:

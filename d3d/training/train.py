@@ -66,6 +66,7 @@ from d3d.training.packing import (
     TokenBudgetBatchSampler,
     collate,
     data_files,
+    json_object,
     load_examples,
     read_meta,
     steps_per_epoch,
@@ -438,22 +439,13 @@ class JsonlLog:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lines = self.path.read_text().splitlines() if resume_step is not None and self.path.exists() else []
-        kept = [json.dumps(r) for r in map(_json_or_none, lines) if r is not None and r.get("step", 0) <= resume_step]
+        kept = [json.dumps(r) for r in map(json_object, lines) if r is not None and r.get("step", 0) <= resume_step]
         self.path.write_text("".join(line + "\n" for line in kept))
 
     def write(self, record: dict) -> None:
         if self.enabled:
             with self.path.open("a") as handle:
                 handle.write(json.dumps(record) + "\n")
-
-
-def _json_or_none(line: str) -> dict | None:
-    """A log record, or None for a blank or torn line (a write cut short by a crash)."""
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return None
-    return record if isinstance(record, dict) else None
 
 
 class Trainer:
