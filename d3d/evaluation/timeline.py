@@ -19,6 +19,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from d3d.plotting import save_figure
+
 LANES = {"verify": 1.0, "successors": 0.0, "draft": 0.0}  # y of each kind: target above, drafter below
 COLORS = {"hit": "#2e7d32", "miss": "#c62828", "first": "#757575", "sync": "#757575", "none": "#757575",
           "successors": "#1565c0", "draft": "#ef6c00"}
@@ -71,9 +73,4 @@ def plot_timeline(json_path: str | Path, png_path: str | Path, max_rounds: int |
               [("hit", "verify (hit)"), ("miss", "verify (miss)"), ("first", "verify (first / sync)"),
                ("successors", "successor pass"), ("draft", "sync draft")]]
     ax.legend(handles=legend, loc="upper center", bbox_to_anchor=(0.5, -0.35), ncol=5, fontsize=8, frameon=False)
-    fig.tight_layout()
-    out = Path(png_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(fig, png_path)

@@ -155,13 +155,8 @@ class Drafter(torch.nn.Module):
         are fed as clean rows and cached, so the cache ends holding all of `committed`.
         """
         n = committed.shape[1]
-        new = committed[:, cache.length :]
-        bs = self.block_size
-        block = torch.full((1, 1, bs), self.config.mask_token_id, dtype=committed.dtype, device=committed.device)
-        block[0, 0, 0] = committed[0, -1]
-        anchor_pos = torch.tensor([[n - 1]], device=committed.device)
-        rows = Rows.with_blocks(Rows.clean(new, cache.length), block, anchor_pos)
-        return self.model(rows, cache, logits_from=rows.num_clean + 1)
+        anchor_pos = torch.tensor([n - 1], device=committed.device)
+        return self.block_logits(cache, committed[:, cache.length :], committed[0, -1:], anchor_pos)
 
     def block_logits(self, cache: KVCache, clean: Tensor, anchors: Tensor, anchor_pos: Tensor) -> Tensor:
         """Logits [k, B-1, vocab] of k blocks `[anchor, M, ..., M]` drafted in one pass.

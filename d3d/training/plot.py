@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from d3d.errors import D3DError
+from d3d.plotting import save_figure
 
 
 def read_log(log_path: str | Path) -> tuple[list[dict], list[dict]]:
@@ -57,12 +58,7 @@ def plot_log(log_path: str | Path, png_path: str | Path) -> Path:
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend()
-    fig.tight_layout()
-    out = Path(png_path)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
-    plt.close(fig)
-    return out
+    return save_figure(fig, png_path)
 
 
 def _series(ax, records: list[dict], key: str, label: str, marker: str | None = None) -> None:
