@@ -7,6 +7,7 @@
     d3d data --out data/train.jsonl --prompts prompts.jsonl --self-instruct 200 --greedy
     d3d train --data data/train.jsonl --num-layers 4 --output-dir runs/drafter
     d3d plot runs/drafter/log.jsonl --out curve.png
+    d3d prune --drafter runs/drafter/drafter --select-dev dev2.jsonl --min-layers 2
 
 Subcommands parse flags and call typed functions by keyword; nothing here decodes or measures.
 A `D3DError` (bad input) becomes one line on stderr and exit status 2; Ctrl-C exits with 130.
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterable
 
 from d3d.errors import D3DError
 from d3d.training.data_cli import add_data_parser
+from d3d.training.prune_cli import add_prune_parser
 from d3d.training.train_cli import add_plot_parser, add_train_parser
 
 EXIT_BAD_INPUT = 2
@@ -90,7 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     bench = sub.add_parser("bench", help="run decoding modes interleaved on a suite; table then one JSON line")
     bench.add_argument("--suite", default="humaneval", help="humaneval or a .jsonl file with a 'prompt' field per line")
     bench.add_argument("--limit", type=int, default=None, help="first N prompts only")
-    bench.add_argument("--modes", default="ar,sync", help="comma-separated: ar, sync, async, hf (transformers generate), pld (prompt lookup)")
+    bench.add_argument("--modes", default="ar,sync",
+                       help="comma-separated: ar, sync, async, hf (transformers generate), pld (prompt lookup), "
+                            "ar-drafter / hf-assisted (classic speculative decoding with --ar-drafter, native / transformers)")
+    bench.add_argument("--ar-drafter", default=None, help="AR draft model directory (d3d train --diffusion-weight 0)")
+    bench.add_argument("--ar-draft-tokens", type=int, default=4, help="k: tokens the AR draft model proposes per round")
     bench.add_argument("--max-new-tokens", type=int, default=128, help="generation budget per prompt")
     bench.add_argument("--out", default=None, help="results file (JSONL; resumed if it exists)")
     bench.add_argument("--fresh", action="store_true", help="ignore existing results and start over")
@@ -109,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_parser(sub)
     add_train_parser(sub)
     add_plot_parser(sub)
+    add_prune_parser(sub)
     return parser
 
 
@@ -202,7 +209,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         block_size=args.block_size, target=args.target, drafter=args.drafter, temperature=args.temperature,
         top_p=args.top_p, top_k=args.top_k, seed=args.seed, out=args.out, fresh=args.fresh, device=args.device,
         budget=args.budget, draft_threads=args.draft_threads, target_threads=args.target_threads,
-        async_backend=args.async_backend, timeline=args.timeline,
+        async_backend=args.async_backend, timeline=args.timeline, ar_drafter=args.ar_drafter,
+        ar_draft_tokens=args.ar_draft_tokens,
     )
     run_bench(cfg)
     return 0

@@ -7,6 +7,9 @@ Modes (the `MODES` registry; a new mode is one more entry):
     async asynchronous D3D decoding: successor blocks drafted during verification (docs/async.md)
     hf    transformers `generate` on the same weights
     pld   transformers prompt-lookup decoding (10 candidate tokens per round)
+    ar-drafter   classic speculative decoding on the native runtime: an AR draft model of the same
+                 depth (`ar_drafter`, trained with the AR loss alone) drafts k tokens, one pass each
+    hf-assisted  the same AR draft model through transformers' assisted generation (fixed k)
 
 For each prompt every mode runs back to back, the order rotated by one per prompt so that slow
 drift (thermal, other processes) spreads evenly over the modes. One untimed short generation per
@@ -68,7 +71,7 @@ from d3d.evaluation.timeline import plot_timeline, save_timeline
 from d3d.inference.async_engine import AsyncConfig
 from d3d.inference.baselines import hf_generate
 from d3d.inference.engine import DecodeStats, GenerationConfig
-from d3d.inference.pipeline import Pipeline, default_device
+from d3d.inference.pipeline import Pipeline, default_device, load_target
 from d3d.inference.sampling import SamplingConfig
 
 PLD_TOKENS = 10  # candidate tokens per round of prompt-lookup decoding
@@ -99,9 +102,22 @@ def run_pld(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[
     return hf_generate(pipe.target, prompt_ids, cfg, prompt_lookup=PLD_TOKENS)
 
 
-MODES: dict[str, ModeRunner] = {"ar": run_ar, "sync": run_sync, "async": run_async, "hf": run_hf, "pld": run_pld}
+def run_ar_drafter(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
+    return pipe.generate(prompt_ids, "ar-drafter", cfg)
+
+
+def run_hf_assisted(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
+    return hf_generate(pipe.target, prompt_ids, cfg, assistant=pipe.ar_drafter_hf, assistant_tokens=pipe.ar_draft_tokens)
+
+
+MODES: dict[str, ModeRunner] = {
+    "ar": run_ar, "sync": run_sync, "async": run_async, "hf": run_hf, "pld": run_pld,
+    "ar-drafter": run_ar_drafter, "hf-assisted": run_hf_assisted,
+}
 DRAFTER_MODES = ("sync", "async")  # modes that use the drafter (their summary names it)
+AR_DRAFTER_MODES = ("ar-drafter", "hf-assisted")  # modes that use the AR draft model
 ASYNC_KEYS = ("budget", "draft_threads", "target_threads", "async_backend")  # settings only async reads
+AR_DRAFTER_KEYS = ("ar_drafter", "ar_draft_tokens")  # settings only the AR-drafter modes read
 
 
 @dataclass
@@ -127,6 +143,8 @@ class BenchConfig:
     target_threads: int | None = None  # async: torch threads of the target (None: the other half)
     async_backend: str | None = None  # async: "process", "thread" or "inline" (None: by device)
     timeline: str | None = None  # async: save the last async generation's timeline here (JSON + .png)
+    ar_drafter: str | None = None  # AR draft model directory for ar-drafter / hf-assisted
+    ar_draft_tokens: int = 4  # k: tokens the AR draft model proposes per round
 
     def __post_init__(self) -> None:
         self.modes = tuple(self.modes)
@@ -149,6 +167,10 @@ class BenchConfig:
             raise D3DError(f"limit must be at least 1, got {self.limit}")
         if self.block_size is not None and self.block_size < 2:
             raise D3DError(f"block size must be at least 2, got {self.block_size}")
+        if set(AR_DRAFTER_MODES) & set(self.modes) and not self.ar_drafter:
+            raise D3DError("modes ar-drafter and hf-assisted need an AR draft model: pass --ar-drafter DIR")
+        if self.ar_draft_tokens < 1:
+            raise D3DError(f"AR draft tokens must be at least 1, got {self.ar_draft_tokens}")
         self.generation().validate()
         self.async_config().validate()
         _check_device(self.device)
@@ -160,7 +182,9 @@ class BenchConfig:
     def results_key(self) -> dict:
         """What a results file must match to be resumed (everything but limit, out and fresh)."""
         key = asdict(self)
-        for name in ("limit", "out", "fresh", "timeline") + (() if "async" in self.modes else ASYNC_KEYS):
+        unused = (() if "async" in self.modes else ASYNC_KEYS) + (
+            () if set(AR_DRAFTER_MODES) & set(self.modes) else AR_DRAFTER_KEYS)
+        for name in ("limit", "out", "fresh", "timeline") + unused:
             key.pop(name)
         key["modes"] = list(self.run_modes)
         key["device"] = str(torch.device(self.device) if self.device else default_device())
@@ -353,7 +377,7 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
         records = [row["results"][mode] for row in rows]
         identical = all(r["tokens"] == a["tokens"] for r, a in zip(records, ar_records)) if greedy else None
         summary[mode] = _mode_summary(_mode_totals(records), ar, identical, len(rows))
-        if mode in DRAFTER_MODES:
+        if mode in DRAFTER_MODES or mode in AR_DRAFTER_MODES:
             summary[mode] |= _drafting_summary(mode, _mode_totals(records), records)
         if mode in DRAFTER_MODES and drafter is not None:
             summary[mode]["drafter"] = drafter
@@ -364,7 +388,7 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
 
 def _drafting_summary(mode: str, t: dict, records: list[dict]) -> dict:
     """t_d / t_v, and for async the hit rate and the share of hidden drafting."""
-    if mode == "sync":
+    if mode != "async":
         return {"mean_td_ms": _rounded(_ratio(1000 * t["draft_s"], t["rounds"])),
                 "mean_tv_ms": _rounded(_ratio(1000 * t["verify_s"], t["rounds"])), "hit_rate": None, "hidden_share": 0.0}
     return {
@@ -401,13 +425,13 @@ def _fmt(value, spec: str) -> str:
 def format_table(summary: dict) -> str:
     """One row per mode: tau, tokens/s, speedup, identical, mean t_d / t_v, prompts, tokens, hit rate and
     hidden share (t_d: sync's draft, async's packed successor pass)."""
-    head = (f"{'mode':<6} {'tau':>6} {'tok/s':>8} {'speedup':>8} {'identical':>9} {'t_d ms':>8} {'t_v ms':>8} "
+    head = (f"{'mode':<11} {'tau':>6} {'tok/s':>8} {'speedup':>8} {'identical':>9} {'t_d ms':>8} {'t_v ms':>8} "
             f"{'prompts':>7} {'tokens':>7} {'hit':>5} {'hidden':>6}")
     lines = [head, "-" * len(head)]
     for mode, s in summary.items():
         identical = "-" if s["identical"] is None else ("yes" if s["identical"] else "NO")
         lines.append(
-            f"{mode:<6} {_fmt(s['tau'], '.3f'):>6} {_fmt(s['tokens_per_s'], '.2f'):>8} "
+            f"{mode:<11} {_fmt(s['tau'], '.3f'):>6} {_fmt(s['tokens_per_s'], '.2f'):>8} "
             f"{_fmt(s['speedup'], '.3f'):>8} {identical:>9} {_fmt(s.get('mean_td_ms', s['mean_draft_ms']), '.2f'):>8} "
             f"{_fmt(s['mean_verify_ms'], '.2f'):>8} {s['n_prompts']:>7} {s['new_tokens']:>7} "
             f"{_fmt(s.get('hit_rate'), '.2f'):>5} {_fmt(s.get('hidden_share'), '.2f'):>6}"
@@ -436,8 +460,11 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
     out = out or sys.stdout
     cfg.validate()
     prompts = load_suite(cfg.suite, cfg.limit)
-    pipe = Pipeline.load(cfg.target, cfg.drafter, cfg.block_size, cfg.device, cfg.async_config())
+    pipe = Pipeline(load_target(cfg.target, cfg.device), cfg.drafter, cfg.block_size, cfg.async_config(),
+                    cfg.ar_drafter, cfg.ar_draft_tokens)
     drafter = pipe.drafter.description if any(m in DRAFTER_MODES for m in cfg.run_modes) else None
+    if any(m in AR_DRAFTER_MODES for m in cfg.run_modes):
+        drafter = "; ".join(filter(None, [drafter, f"AR draft model: {pipe.ar_drafter.description}, k={cfg.ar_draft_tokens}"]))
     results = ResultsFile(cfg.results_path(), {"config": cfg.results_key(), "drafter": drafter})
     with results.lock():
         try:

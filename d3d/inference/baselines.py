@@ -1,4 +1,5 @@
-"""Transformers baselines on the target's own weights: plain `generate` and prompt-lookup decoding.
+"""Transformers baselines on the target's own weights: plain `generate`, prompt-lookup decoding, and
+assisted generation with an AR draft model (classic speculative decoding, `ar_drafter_hf_model`).
 
 `hf_generate` runs `target.hf_model.generate` (the same weights as the native runtime) and fills
 a `DecodeStats` exactly as the native decoders do, so a benchmark can put the baselines beside
@@ -8,7 +9,8 @@ a `DecodeStats` exactly as the native decoders do, so a benchmark can put the ba
     round_tokens tokens appended by those calls (the first call's tokens are excluded, as the
                  engine excludes the prefill's token); tau = round_tokens / rounds
     prefill_s    the first forward call; verify_s: the later forward calls; draft_s: for prompt
-                 lookup, the time between forward calls (n-gram lookup and bookkeeping), else 0
+                 lookup and assisted generation, the time between forward calls (n-gram lookup
+                 or the assistant's passes, and bookkeeping), else 0
 
 Stopping follows the project's `StopChecker` exactly: a stopping criterion feeds every token
 transformers appends into `target.stop_checker(cfg)`, so generation ends at the same token as
@@ -23,6 +25,7 @@ torch's global generator (transformers offers no other), so they differ from nat
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -35,6 +38,7 @@ from d3d.inference.stopping import StopChecker
 
 if TYPE_CHECKING:
     from d3d.inference.pipeline import Target
+    from d3d.models.drafter import Drafter
 
 
 @dataclass
@@ -78,6 +82,7 @@ def _hf_generation_config(target: Target, cfg: GenerationConfig, budget: int, pr
         max_new_tokens=budget, eos_token_id=eos or None, pad_token_id=pad if pad is not None else (eos or [None])[0],
         prompt_lookup_num_tokens=prompt_lookup or None, do_sample=not cfg.sampling.greedy,
     )
+
     if not cfg.sampling.greedy:
         s = cfg.sampling
         options.update(temperature=s.temperature, top_k=s.top_k, top_p=s.top_p)
@@ -85,7 +90,7 @@ def _hf_generation_config(target: Target, cfg: GenerationConfig, budget: int, pr
 
 
 def _fill_stats(stats: DecodeStats, stop: StopChecker, chunks: list[list[int]], timer: _ForwardTimer,
-                total_s: float, prompt_lookup: int) -> None:
+                total_s: float, drafted: bool) -> None:
     stats.new_tokens = len(stop.tokens)
     stats.stop_reason = stop.reason
     for chunk in chunks[1:]:  # the first forward call is the prefill
@@ -94,18 +99,21 @@ def _fill_stats(stats: DecodeStats, stop: StopChecker, chunks: list[list[int]], 
     stats.prefill_s = timer.durations[0] if timer.durations else 0.0
     stats.verify_s = sum(timer.durations[1:])
     stats.total_s = total_s
-    if prompt_lookup:
+    if drafted:
         stats.draft_s = max(total_s - stats.prefill_s - stats.verify_s, 0.0)
 
 
 @torch.inference_mode()
 def hf_generate(
-    target: Target, prompt_ids: Tensor, cfg: GenerationConfig, prompt_lookup: int = 0
+    target: Target, prompt_ids: Tensor, cfg: GenerationConfig, prompt_lookup: int = 0, assistant=None,
+    assistant_tokens: int = 4,
 ) -> tuple[list[int], DecodeStats]:
     """Generate with transformers on `target.hf_model`. prompt_ids: [1, n].
 
     prompt_lookup > 0 turns on prompt-lookup decoding with that many candidate tokens per round
-    (mode "pld"); 0 is plain `generate` (mode "hf"). Returns the new tokens and their stats.
+    (mode "pld"); an `assistant` model turns on assisted generation with `assistant_tokens` draft
+    tokens per round (mode "hf-assisted"); neither is plain `generate` (mode "hf"). Returns the new
+    tokens and their stats.
     """
     cfg.validate()
     model = target.hf_model
@@ -116,7 +124,11 @@ def hf_generate(
     chunks: list[list[int]] = []
     timer = _ForwardTimer(model.device)
     hooks = [model.register_forward_pre_hook(timer.before), model.register_forward_hook(timer.after)]
-    stats = DecodeStats("pld" if prompt_lookup else "hf", prompt_tokens=prompt_ids.shape[1])
+    mode = "pld" if prompt_lookup else "hf-assisted" if assistant is not None else "hf"
+    if assistant is not None:  # transformers reads these from the assistant: classic fixed-k drafting
+        assistant.generation_config.update(num_assistant_tokens=assistant_tokens, num_assistant_tokens_schedule="constant",
+                                           assistant_confidence_threshold=0.0)
+    stats = DecodeStats(mode, prompt_tokens=prompt_ids.shape[1])
     try:
         if not cfg.sampling.greedy:
             torch.manual_seed(cfg.seed)
@@ -125,6 +137,7 @@ def hf_generate(
             prompt_ids, attention_mask=torch.ones_like(prompt_ids),
             generation_config=_hf_generation_config(target, cfg, budget, prompt_lookup),
             stopping_criteria=_stopping_criterion(stop, prompt_ids.shape[1], chunks),
+            **({"assistant_model": assistant} if assistant is not None else {}),
         )
         total_s = now(model.device) - t0
     finally:
@@ -132,5 +145,29 @@ def hf_generate(
             hook.remove()
     if stop.reason is None:  # a step the criterion did not see (should not happen): truncate here
         stop.accept(output[0, prompt_ids.shape[1] + len(stop.tokens):].tolist())
-    _fill_stats(stats, stop, chunks, timer, total_s, prompt_lookup)
+    _fill_stats(stats, stop, chunks, timer, total_s, bool(prompt_lookup) or assistant is not None)
     return list(stop.tokens), stats
+
+
+def ar_drafter_hf_model(drafter: Drafter, target: Target):
+    """The drafter as a transformers causal LM (its layers, the target's embeddings), for assisted generation.
+
+    Our runtime uses transformers' parameter names, so the state dict maps one to one; the config
+    is the base model's with `num_hidden_layers` cut to the drafter's depth.
+    """
+    from transformers import AutoModelForCausalLM
+
+    config = copy.deepcopy(drafter.model.config)
+    config.num_hidden_layers = len(drafter.config.layers)
+    if hasattr(config, "layer_types") and config.layer_types is not None:
+        config.layer_types = [config.layer_types[i] for i in drafter.config.layers]
+    hf = target.hf_model
+    model = AutoModelForCausalLM.from_config(config, dtype=hf.dtype)
+    state = {k: v.detach() for k, v in drafter.model.state_dict().items()}
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    missing = [k for k in missing if "rotary" not in k]
+    if missing or unexpected:
+        raise D3DError(f"drafter does not map onto a transformers {config.model_type} model: "
+                       f"missing {missing[:3]}, unexpected {unexpected[:3]}")
+    model.generation_config.pad_token_id = hf.generation_config.pad_token_id
+    return model.to(hf.device).eval()

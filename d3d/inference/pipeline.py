@@ -24,6 +24,7 @@ import torch
 from torch import Tensor
 
 from d3d.errors import D3DError
+from d3d.inference.ar_drafting import DEFAULT_AR_DRAFT_TOKENS, ArDrafterSource
 from d3d.inference.async_engine import AsyncConfig, AsyncRunner, new_stats
 from d3d.inference.drafting import DrafterSource
 from d3d.inference.engine import (
@@ -42,7 +43,7 @@ from d3d.models.drafter import Drafter, read_drafter_config
 SHIPPED_DRAFTERS_DIR = Path(__file__).resolve().parent.parent / "drafters"  # d3d/drafters/<target>/
 UNTRAINED_LAYERS = 6  # layers of the fallback (untrained) drafter, taken from the target's first
 DEFAULT_BLOCK_SIZE = 16
-NATIVE_MODES = ("ar", "sync", "async")
+NATIVE_MODES = ("ar", "sync", "async", "ar-drafter")
 
 
 def default_device() -> torch.device:
@@ -181,11 +182,16 @@ class Pipeline:
     """A target and (lazily) a drafter, able to run one prompt in any native mode."""
 
     def __init__(self, target: Target, drafter_spec: str | None = None, block_size: int | None = None,
-                 async_config: AsyncConfig | None = None) -> None:
+                 async_config: AsyncConfig | None = None, ar_drafter_spec: str | None = None,
+                 ar_draft_tokens: int = DEFAULT_AR_DRAFT_TOKENS) -> None:
         self.target = target
         self.drafter_spec = drafter_spec
         self.block_size = block_size
         self.async_config = async_config or AsyncConfig()
+        self.ar_drafter_spec = ar_drafter_spec
+        if ar_draft_tokens < 1:
+            raise D3DError(f"AR draft tokens must be at least 1, got {ar_draft_tokens}")
+        self.ar_draft_tokens = ar_draft_tokens
 
     @classmethod
     def load(cls, target: str | None = None, drafter: str | None = None, block_size: int | None = None,
@@ -195,6 +201,24 @@ class Pipeline:
     @cached_property
     def drafter(self) -> DrafterChoice:
         return load_drafter(self.target, self.drafter_spec, self.block_size)
+
+    @cached_property
+    def ar_drafter(self) -> DrafterChoice:
+        """The AR draft model of classic speculative decoding (`--ar-drafter`)."""
+        if not self.ar_drafter_spec:
+            raise D3DError("this mode needs an AR draft model: pass --ar-drafter DIR (d3d train --diffusion-weight 0)")
+        choice = load_drafter(self.target, self.ar_drafter_spec)
+        if choice.drafter.config.objective != "ar":
+            raise D3DError(f"{self.ar_drafter_spec} is a block (diffusion) drafter, not an AR draft model: train one "
+                           "with d3d train --diffusion-weight 0 --lambda-ar 1")
+        return choice
+
+    @cached_property
+    def ar_drafter_hf(self):
+        """The AR draft model as a transformers model, for assisted generation."""
+        from d3d.inference.baselines import ar_drafter_hf_model
+
+        return ar_drafter_hf_model(self.ar_drafter.drafter, self.target)
 
     @cached_property
     def async_runner(self) -> AsyncRunner:
@@ -222,6 +246,10 @@ class Pipeline:
             return speculative_decode(self.target.native("speculative decoding"), source, prompt_ids, cfg, stop, stats)
         if mode == "async":
             return self.async_runner.stream(prompt_ids, cfg, stop, stats)
+        if mode == "ar-drafter":
+            gen = sampling_generator(cfg, self.target.device, offset=1)
+            source = ArDrafterSource(self.ar_drafter.drafter.model, self.ar_draft_tokens, cfg.sampling, gen)
+            return speculative_decode(self.target.native("speculative decoding"), source, prompt_ids, cfg, stop, stats)
         raise D3DError(f"unknown mode '{mode}' (choose from {', '.join(NATIVE_MODES)})")
 
     def _transformers_ar(self, prompt_ids: Tensor, cfg: GenerationConfig, stats: DecodeStats) -> Iterator[list[int]]:

@@ -48,6 +48,8 @@ class DrafterConfig:
     tokenizer_fingerprint: str = ""  # hash of the tokenizer vocabulary (see hub.tokenizer_fingerprint)
     trained: bool = False  # False for a drafter initialised but never trained
     training: dict = field(default_factory=dict)  # recipe / provenance written by `d3d train`
+    objective: str = "diffusion"  # "diffusion" (a D3D block drafter) or "ar" (an AR draft model, L_AR only)
+    pruning: dict = field(default_factory=dict)  # stages and choice written by `d3d prune`
     format_version: int = FORMAT_VERSION
 
     def validate(self) -> None:
@@ -55,6 +57,8 @@ class DrafterConfig:
             raise D3DError(f"block size must be at least 2, got {self.block_size}")
         if not self.layers:
             raise D3DError("a drafter needs at least one layer")
+        if self.objective not in ("diffusion", "ar"):
+            raise D3DError(f"unknown drafter objective '{self.objective}' (diffusion or ar)")
 
 
 class Drafter(torch.nn.Module):
@@ -174,6 +178,37 @@ class Drafter(torch.nn.Module):
         rows = Rows.with_blocks(Rows.clean(clean, cache.length), blocks, anchor_pos.view(1, k))
         hidden = self.model.hidden_states(rows, cache)[0, rows.num_clean :]  # [k*B, hidden]
         return self.model.lm_head(hidden.view(k, bs, -1)[:, 1:])
+
+
+def load_drafter_body(
+    path: str | Path, keep: list[int] | None = None, dtype: torch.dtype = torch.float32, device="cpu"
+) -> tuple[DecoderModel, DrafterConfig]:
+    """A saved drafter's body keeping the layers `keep` (original layer ids; all by default).
+
+    Shared embeddings stay placeholders (`SHARED_KEYS`) for the caller to fill. This is how pruning
+    starts a stage: the current drafter minus one layer, weights and all.
+    """
+    config, model_config = read_drafter_config(path)
+    keep = list(config.layers) if keep is None else list(keep)
+    unknown = [i for i in keep if i not in config.layers]
+    if unknown or not keep:
+        raise D3DError(f"layers {unknown or keep} are not layers of the drafter {path} ({config.layers})")
+    local = {orig: j for j, orig in enumerate(config.layers)}
+    renumber = {local[orig]: new for new, orig in enumerate(keep)}
+    state = {}
+    for name, value in _read_weights(Path(path) / WEIGHTS_NAME).items():
+        if name.startswith("model.layers."):
+            j = int(name.split(".")[2])
+            if j not in renumber:
+                continue
+            name = f"model.layers.{renumber[j]}." + name.split(".", 3)[3]
+        state[name] = value
+    external = SHARED_KEYS if config.shared_embeddings else ()
+    return build_from_state(model_config, keep, state, dtype, device, external, str(path)), config
+
+
+def is_drafter_dir(path: str | Path) -> bool:
+    return (Path(path) / CONFIG_NAME).is_file()
 
 
 def read_drafter_config(path: str | Path) -> tuple[DrafterConfig, PretrainedConfig]:

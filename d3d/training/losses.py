@@ -4,6 +4,17 @@
     w_j    = exp(-(j - 1) / gamma),  j = 1..B-1             (gamma = 7 at B = 16; default 7 * B / 16)
     L_AR   = mean next-token cross-entropy over the response tokens of the clean rows
 
+Two variants share the same code. An AR drafter (classic speculative decoding's draft model) sets
+the diffusion weight to 0: L = L_AR. Pruning recovery (DESIGN.md "Acceptance-guided pruning",
+paper appendix A) adds distillation from a frozen teacher drafter run on the same rows:
+
+    L_rec = L_diff + lambda * L_AR + L_KL,   L_KL = the position-weighted mean of KL(q~ || q)
+    q~    = (1 - eta) q0 + eta e_y,   m = q0(y) - max_{v != y} q0(v),   eta = max(0, (delta - m) / (1 - m))
+
+q0 is the teacher's distribution on a block row, y its label and q the student's: the adjusted
+teacher q~ ranks y first by a margin of at least delta (exactly delta where it adjusts), so the
+student is never distilled towards the teacher's mistakes.
+
 Both are defined per response (per packed example); a micro-batch of several examples averages
 the per-example values, so an example counts the same whatever its length or batch mates.
 
@@ -40,6 +51,8 @@ class LossConfig:
     lambda_ar: float = 1.0  # weight of L_AR; 0 = diffusion only (L_AR is still computed, detached, for logging)
     gamma: float | None = None  # position-weight decay; None = 7 * B / 16
     chunk_rows: int = 256  # rows per chunk of the vocabulary projection
+    diffusion_weight: float = 1.0  # weight of L_diff; 0 = an AR drafter (L_diff computed detached, for logging)
+    kd_delta: float = 0.01  # margin delta of the adjusted teacher (distillation only)
 
     @property
     def decay(self) -> float:
@@ -68,43 +81,82 @@ class LossParts:
     diff_rows: Tensor  # supervised block rows (int)
     ar_rows: Tensor  # response tokens with an AR loss (int)
     rows: Tensor  # real (unpadded) query rows of the pass (int)
+    kl: Tensor | None = None  # L_KL against the teacher (distillation only)
 
     def as_dict(self) -> dict[str, Tensor]:
-        return dict(self.__dict__)
+        return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
-def drafter_losses(model: DecoderModel, batch: PackedBatch, cfg: LossConfig) -> LossParts:
-    """Both loss parts for one packed micro-batch; only the final hidden states are kept whole."""
-    hidden = model.hidden_states(batch.rows())  # [b, n, hidden]
+def drafter_losses(
+    model: DecoderModel, batch: PackedBatch, cfg: LossConfig, teacher: DecoderModel | None = None
+) -> LossParts:
+    """Every loss part for one packed micro-batch; only the final hidden states are kept whole.
+
+    With a `teacher` (a frozen drafter of the same vocabulary), L_KL is added to the total.
+    """
+    rows = batch.rows()
+    hidden = model.hidden_states(rows)  # [b, n, hidden]
     num_clean = batch.input_ids.shape[1]
     b, k, bs = batch.block_labels.shape
     loss_dtype = torch.promote_types(hidden.dtype, torch.float32)
-    weights = position_weights(bs, cfg.decay).to(hidden.device, loss_dtype).expand(b, k, bs)
-    diff = weighted_example_mean(
-        model, hidden[:, num_clean:], batch.block_labels.reshape(b, k * bs), weights.reshape(b, k * bs), cfg.chunk_rows
-    )
+    weights = position_weights(bs, cfg.decay).to(hidden.device, loss_dtype).expand(b, k, bs).reshape(b, k * bs)
+    block_labels = batch.block_labels.reshape(b, k * bs)
+    with torch.set_grad_enabled(torch.is_grad_enabled() and cfg.diffusion_weight != 0):
+        diff = weighted_example_mean(model, hidden[:, num_clean:], block_labels, weights, cfg.chunk_rows)
     ar_weights = torch.ones_like(batch.ar_labels, dtype=loss_dtype)
     with torch.set_grad_enabled(torch.is_grad_enabled() and cfg.lambda_ar != 0):
         ar = weighted_example_mean(model, hidden[:, :num_clean], batch.ar_labels, ar_weights, cfg.chunk_rows)
-    total = diff + cfg.lambda_ar * ar if cfg.lambda_ar != 0 else diff
+    terms = [w * t for w, t in ((cfg.diffusion_weight, diff), (cfg.lambda_ar, ar)) if w != 0]
+    kl = None
+    if teacher is not None:
+        with torch.no_grad():
+            teacher_hidden = teacher.hidden_states(rows)[:, num_clean:]
+        kl = weighted_example_mean(
+            model, hidden[:, num_clean:], block_labels, weights, cfg.chunk_rows,
+            teacher=(teacher_hidden, teacher.lm_head.weight, cfg.kd_delta),
+        )
+        terms.append(kl)
     return LossParts(
-        total=total, diff=diff, ar=ar.detach() if cfg.lambda_ar == 0 else ar,
+        total=sum(terms[1:], terms[0]), diff=diff if cfg.diffusion_weight != 0 else diff.detach(),
+        ar=ar.detach() if cfg.lambda_ar == 0 else ar,
         diff_rows=(batch.block_labels != IGNORE).sum(), ar_rows=(batch.ar_labels != IGNORE).sum(),
         rows=batch.valid.sum() + (batch.block_labels != IGNORE).any(-1).sum() * bs,  # padding blocks have no label
+        kl=kl,
     )
 
 
-def weighted_example_mean(
-    model: DecoderModel, hidden: Tensor, labels: Tensor, weights: Tensor, chunk_rows: int
-) -> Tensor:
-    """Mean over examples of sum(w * CE) / sum(w) over each example's labelled rows.
+def adjusted_teacher(q0: Tensor, y: Tensor, delta: float) -> Tensor:
+    """q~ = (1 - eta) q0 + eta e_y with eta = max(0, (delta - m) / (1 - m)), m = q0(y) - max_{v != y} q0(v).
 
-    hidden: [b, n, h]; labels: [b, n] (IGNORE = no loss); weights: [b, n].
+    q0: [m, vocab] probabilities; y: [m] labels. Rows where y already leads by delta are unchanged;
+    elsewhere y leads by exactly delta afterwards.
+    """
+    p_y = q0.gather(-1, y[:, None])[:, 0]
+    others = q0.scatter(-1, y[:, None], float("-inf"))
+    margin = p_y - others.max(-1).values
+    eta = ((delta - margin) / (1 - margin).clamp_min(1e-12)).clamp_min(0.0)
+    return (1 - eta)[:, None] * q0 + eta[:, None] * torch.nn.functional.one_hot(y, q0.shape[-1]).to(q0.dtype)
+
+
+def weighted_example_mean(
+    model: DecoderModel, hidden: Tensor, labels: Tensor, weights: Tensor, chunk_rows: int,
+    teacher: tuple[Tensor, Tensor, float] | None = None,
+) -> Tensor:
+    """Mean over examples of sum(w * loss) / sum(w) over each example's labelled rows.
+
+    hidden: [b, n, h]; labels: [b, n] (IGNORE = no loss); weights: [b, n]. The per-row loss is the
+    cross-entropy, or with `teacher` = (teacher hidden [b, n, h], its LM head, delta) the KL from
+    the adjusted teacher.
     """
     b = labels.shape[0]
     picked = labels != IGNORE  # [b, n]
     example = torch.arange(b, device=labels.device)[:, None].expand_as(labels)[picked]  # [m]
-    losses = chunked_cross_entropy(hidden[picked], model.lm_head.weight, labels[picked], chunk_rows)  # [m]
+    if teacher is None:
+        losses = chunked_cross_entropy(hidden[picked], model.lm_head.weight, labels[picked], chunk_rows)  # [m]
+    else:
+        t_hidden, t_head, delta = teacher
+        losses = chunked_distillation(hidden[picked], model.lm_head.weight, t_hidden[picked], t_head, labels[picked],
+                                      delta, chunk_rows)
     w = weights[picked].to(losses.dtype)
     num = torch.zeros(b, dtype=losses.dtype, device=losses.device).index_add(0, example, w * losses)
     den = torch.zeros(b, dtype=losses.dtype, device=losses.device).index_add(0, example, w)
@@ -130,6 +182,31 @@ def chunked_cross_entropy(hidden: Tensor, weight: Tensor, labels: Tensor, chunk_
         else:
             parts.append(_chunk_cross_entropy(h, weight, y))
     return torch.cat(parts)
+
+
+def chunked_distillation(
+    hidden: Tensor, weight: Tensor, t_hidden: Tensor, t_weight: Tensor, labels: Tensor, delta: float, chunk_rows: int
+) -> Tensor:
+    """Per-row KL(q~ || q) [m], `chunk_rows` rows at a time (checkpointed like the cross-entropy)."""
+    if hidden.shape[0] == 0:
+        return hidden.new_zeros(0) + 0.0 * hidden.sum()
+    grad = torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad)
+    parts = []
+    for start in range(0, hidden.shape[0], max(1, chunk_rows)):
+        end = start + max(1, chunk_rows)
+        args = (hidden[start:end], weight, t_hidden[start:end], t_weight, labels[start:end], delta)
+        parts.append(checkpoint(_chunk_distillation, *args, use_reentrant=False) if grad else _chunk_distillation(*args))
+    return torch.cat(parts)
+
+
+def _chunk_distillation(
+    hidden: Tensor, weight: Tensor, t_hidden: Tensor, t_weight: Tensor, labels: Tensor, delta: float
+) -> Tensor:
+    dtype = torch.promote_types(hidden.dtype, torch.float32)  # float32 under mixed precision
+    log_q = F.log_softmax(F.linear(hidden, weight).to(dtype), -1)
+    with torch.no_grad():
+        target = adjusted_teacher(F.softmax(F.linear(t_hidden, t_weight).to(dtype), -1), labels, delta)
+    return F.kl_div(log_q, target, reduction="none").sum(-1)  # sum_v q~ (log q~ - log q)
 
 
 def _chunk_cross_entropy(hidden: Tensor, weight: Tensor, labels: Tensor) -> Tensor:

@@ -56,7 +56,14 @@ from d3d.inference.pipeline import default_dtype
 from d3d.inference.stopping import StopChecker
 from d3d.models import hub
 from d3d.models.decoder import DecoderModel, build_from_state, load_decoder
-from d3d.models.drafter import SHARED_KEYS, Drafter, DrafterConfig
+from d3d.models.drafter import (
+    SHARED_KEYS,
+    Drafter,
+    DrafterConfig,
+    is_drafter_dir,
+    load_drafter_body,
+    read_drafter_config,
+)
 from d3d.training.losses import LossConfig, drafter_losses
 from d3d.training.packing import (
     Example,
@@ -85,12 +92,15 @@ class TrainConfig:
     data: list[str] = field(default_factory=list)  # training rows: JSONL/Parquet files or folders (`d3d data`)
     dev_data: list[str] = field(default_factory=list)  # validation rows; empty = hold out eval_prompts training rows
     target: str | None = None  # target model: hub id, directory or .gguf (None = embedded SmolLM2-135M-Instruct)
-    init: str | None = None  # model whose layers initialise the drafter (None = the target itself)
-    layers: list[int] | None = None  # layers of `init` kept by the drafter, e.g. 0,1,2,3 (None = first num_layers)
+    init: str | None = None  # model or saved drafter whose layers initialise the drafter (None = the target)
+    layers: list[int] | None = None  # layers of `init` kept, e.g. 0,1,2,3 (None = first num_layers; a drafter's all)
     num_layers: int = 0  # with layers unset: keep the first N layers of `init` (0 = all, the paper's full depth)
     block_size: int = 16  # B: one anchor + B-1 mask tokens
     num_anchors: int = 128  # K: anchors sampled per response (clamped to T-1)
     lambda_ar: float = 1.0  # weight of the auxiliary AR loss (0 = diffusion only)
+    diffusion_weight: float = 1.0  # weight of L_diff (0 with lambda_ar 1 = an AR drafter, the classic baseline)
+    teacher: str | None = None  # frozen drafter directory to distil from (pruning recovery: + L_KL)
+    kd_delta: float = 0.01  # margin delta of the adjusted teacher
     gamma: float | None = None  # decay of the position weights exp(-(j-1)/gamma) (None = 7 * B / 16)
     mask_token_id: int | None = None  # [M] token id (None = hub.choose_mask_token_id on the target's tokenizer)
     max_length: int = 2048  # prompt + response tokens kept per example (longer rows are cut)
@@ -133,7 +143,9 @@ class TrainConfig:
             (bool(self.data), "no training data given (pass --data FILE)"),
             (self.block_size >= 2, "block size must be at least 2"),
             (self.num_anchors >= 1, "num anchors must be at least 1"),
-            (self.lambda_ar >= 0, "lambda ar must be >= 0"),
+            (self.lambda_ar >= 0 and self.diffusion_weight >= 0, "lambda ar and diffusion weight must be >= 0"),
+            (self.lambda_ar + self.diffusion_weight > 0 or self.teacher is not None, "every loss weight is 0"),
+            (0 < self.kd_delta < 1, "kd delta must be in (0, 1)"),
             (self.gamma is None or self.gamma > 0, "gamma must be > 0"),
             (self.max_length >= 4, "max length must be at least 4"),
             (self.lr > 0 and 0 <= self.min_lr_ratio <= 1, "lr must be > 0 and min lr ratio in [0, 1]"),
@@ -207,11 +219,14 @@ class ModelFacts:
     mask_token_id: int  # [M]
     fingerprint: str  # target tokenizer fingerprint ("" when the target ships no tokenizer)
     eos_ids: tuple[int, ...]  # end-of-sequence ids (for validation decoding)
+    init_drafter: DrafterConfig | None = None  # set when `init` is a saved drafter
 
 
 def resolve_models(cfg: TrainConfig) -> ModelFacts:
     """Resolve target and init, check that they share a vocabulary and tokenizer, pick [M] and the layers."""
     target_dir = hub.resolve_model_dir(cfg.target)
+    if cfg.init is not None and is_drafter_dir(cfg.init):
+        return _resolve_drafter_init(cfg, target_dir)
     init_dir = target_dir if cfg.init is None else hub.resolve_model_dir(cfg.init)
     target_cfg, init_cfg = hub.load_config(target_dir), hub.load_config(init_dir)
     if init_cfg.vocab_size != target_cfg.vocab_size:
@@ -229,6 +244,34 @@ def resolve_models(cfg: TrainConfig) -> ModelFacts:
         layers=_drafter_layers(cfg, init_cfg.num_hidden_layers), vocab_size=target_cfg.vocab_size,
         mask_token_id=_mask_token_id(cfg, tokenizer, target_cfg.vocab_size), fingerprint=fingerprint,
         eos_ids=_eos_ids(target_dir, target_cfg, tokenizer),
+    )
+
+
+def _resolve_drafter_init(cfg: TrainConfig, target_dir: Path) -> ModelFacts:
+    """Facts for a run that continues a saved drafter (pruning recovery), checked against the target."""
+    drafter_cfg, model_cfg = read_drafter_config(cfg.init)
+    target_cfg = hub.load_config(target_dir)
+    tokenizer = _optional_tokenizer(target_dir)
+    fingerprint = hub.tokenizer_fingerprint(tokenizer) if tokenizer is not None else ""
+    if drafter_cfg.vocab_size != target_cfg.vocab_size:
+        raise D3DError(f"drafter {cfg.init} has vocabulary {drafter_cfg.vocab_size}, the target {target_cfg.vocab_size}")
+    if fingerprint and drafter_cfg.tokenizer_fingerprint and drafter_cfg.tokenizer_fingerprint != fingerprint:
+        raise D3DError(f"drafter {cfg.init} was built for another tokenizer than the target's")
+    if drafter_cfg.block_size != cfg.block_size:
+        raise D3DError(f"drafter {cfg.init} has block size {drafter_cfg.block_size}, the run {cfg.block_size}")
+    if drafter_cfg.shared_embeddings and not cfg.freeze_embeddings:
+        raise D3DError(f"drafter {cfg.init} shares the target's embeddings: keep --freeze-embeddings")
+    layers = list(cfg.layers) if cfg.layers is not None else list(drafter_cfg.layers)
+    bad = [i for i in layers if i not in drafter_cfg.layers]
+    if bad:
+        raise D3DError(f"layers {bad} are not layers of the drafter {cfg.init} ({drafter_cfg.layers})")
+    mask = drafter_cfg.mask_token_id if cfg.mask_token_id is None else cfg.mask_token_id
+    if mask != drafter_cfg.mask_token_id:
+        raise D3DError(f"drafter {cfg.init} uses mask token {drafter_cfg.mask_token_id}, not {mask}")
+    return ModelFacts(
+        target_dir=target_dir, init_dir=Path(cfg.init), init_config=model_cfg, layers=layers,
+        vocab_size=target_cfg.vocab_size, mask_token_id=mask, fingerprint=fingerprint,
+        eos_ids=_eos_ids(target_dir, target_cfg, tokenizer), init_drafter=drafter_cfg,
     )
 
 
@@ -324,20 +367,35 @@ def load_data(
 class DrafterObjective(nn.Module):
     """The drafter body and its loss in one module, so that DDP/FSDP/DeepSpeed wrap a single forward."""
 
-    def __init__(self, model: DecoderModel, loss: LossConfig) -> None:
+    def __init__(self, model: DecoderModel, loss: LossConfig, teacher: DecoderModel | None = None) -> None:
         super().__init__()
         self.model = model
         self.loss = loss
+        self._teacher = [teacher] if teacher is not None else []  # a list: not a submodule, never trained or saved
+
+    @property
+    def teacher(self) -> DecoderModel | None:
+        return self._teacher[0] if self._teacher else None
+
+    def _apply(self, fn, *args, **kwargs):  # .to(device) moves the teacher along
+        if self._teacher:
+            self._teacher[0]._apply(fn, *args, **kwargs)
+        return super()._apply(fn, *args, **kwargs)
 
     def forward(self, **batch: Tensor) -> dict[str, Tensor]:
-        return drafter_losses(self.model, PackedBatch.from_dict(batch), self.loss).as_dict()
+        return drafter_losses(self.model, PackedBatch.from_dict(batch), self.loss, self.teacher).as_dict()
 
 
 def build_drafter_body(cfg: TrainConfig, facts: ModelFacts) -> DecoderModel:
     """The init model's kept layers in float32; embeddings and LM head frozen (the target's) if asked."""
-    model = load_decoder(facts.init_dir, facts.layers, torch.float32, "cpu", facts.init_config)
+    if facts.init_drafter is not None:
+        model, _ = load_drafter_body(facts.init_dir, facts.layers, torch.float32, "cpu")
+        if facts.init_drafter.shared_embeddings:
+            _load_target_embeddings(model, facts.target_dir)
+    else:
+        model = load_decoder(facts.init_dir, facts.layers, torch.float32, "cpu", facts.init_config)
     if cfg.freeze_embeddings:
-        if facts.init_dir != facts.target_dir:
+        if facts.init_dir != facts.target_dir and facts.init_drafter is None:
             _load_target_embeddings(model, facts.target_dir)
         model.model.embed_tokens.weight.requires_grad_(False)
         model.lm_head.weight.requires_grad_(False)
@@ -358,6 +416,20 @@ def _load_target_embeddings(model: DecoderModel, target_dir: Path) -> None:
     model.lm_head.weight = model.model.embed_tokens.weight if head is None else nn.Parameter(head.float())
 
 
+def load_teacher(cfg: TrainConfig, facts: ModelFacts) -> DecoderModel | None:
+    """The frozen drafter to distil from, with the target's embeddings when it shares them."""
+    if cfg.teacher is None:
+        return None
+    if not is_drafter_dir(cfg.teacher):
+        raise D3DError(f"teacher is not a saved drafter (no drafter_config.json): {cfg.teacher}")
+    body, config = load_drafter_body(cfg.teacher, None, torch.float32, "cpu")
+    if config.vocab_size != facts.vocab_size or config.block_size != cfg.block_size:
+        raise D3DError(f"teacher {cfg.teacher} differs from the run in vocabulary or block size")
+    if config.shared_embeddings:
+        _load_target_embeddings(body, facts.target_dir)
+    return body.requires_grad_(False).eval()
+
+
 def drafter_from_state(
     state: dict[str, Tensor], cfg: TrainConfig, facts: ModelFacts, dtype: torch.dtype, device, target: DecoderModel | None
 ) -> Drafter:
@@ -366,10 +438,12 @@ def drafter_from_state(
     external = SHARED_KEYS if cfg.freeze_embeddings else ()
     body_state = {k: v for k, v in body_state.items() if k not in external}
     body = build_from_state(facts.init_config, facts.layers, body_state, dtype, device, external, "training state")
+    base = facts.init_drafter.base_model if facts.init_drafter is not None else cfg.init or cfg.target
     config = DrafterConfig(
-        base_model=cfg.init or cfg.target or hub.DEFAULT_TARGET, layers=list(facts.layers), block_size=cfg.block_size,
+        base_model=base or hub.DEFAULT_TARGET, layers=list(facts.layers), block_size=cfg.block_size,
         mask_token_id=facts.mask_token_id, shared_embeddings=cfg.freeze_embeddings, vocab_size=facts.vocab_size,
         tokenizer_fingerprint=facts.fingerprint, trained=True,
+        objective="ar" if cfg.diffusion_weight == 0 and cfg.teacher is None else "diffusion",
     )
     drafter = Drafter(body, config)
     if cfg.freeze_embeddings and target is not None:
@@ -458,7 +532,8 @@ class Trainer:
         self.progress = Progress()
         self.log = JsonlLog(cfg.log_path, self.main)
         self.packing = PackingConfig(cfg.block_size, cfg.num_anchors, facts.mask_token_id)
-        self.loss = LossConfig(cfg.block_size, cfg.lambda_ar, cfg.gamma, cfg.loss_chunk_rows)
+        self.loss = LossConfig(cfg.block_size, cfg.lambda_ar, cfg.gamma, cfg.loss_chunk_rows, cfg.diffusion_weight,
+                               cfg.kd_delta)
         self.eval_target: DecoderModel | None = None
         self.last_eval_step = -1
         self.on_step: Callable[[Trainer], None] | None = None
@@ -477,7 +552,7 @@ class Trainer:
         self.sampler = TokenBudgetBatchSampler(self.dataset.lengths(), cfg.batch_size, cfg.max_batch_tokens, cfg.seed)
         loader = DataLoader(self.dataset, batch_sampler=self.sampler, collate_fn=self._collate)
         self.total_steps = self._total_steps()
-        module = DrafterObjective(build_drafter_body(cfg, self.facts), self.loss)
+        module = DrafterObjective(build_drafter_body(cfg, self.facts), self.loss, load_teacher(cfg, self.facts))
         optimizer = torch.optim.AdamW(_param_groups(module, cfg.weight_decay), lr=cfg.lr)
         scheduler = self._scheduler(optimizer)
         prepared = self.accelerator.prepare(module, optimizer, loader, scheduler)
@@ -691,7 +766,7 @@ class Trainer:
 class StepMeter:
     """Sums of per-micro-batch loss parts between log lines, kept on the device (no per-step sync)."""
 
-    KEYS = ("total", "diff", "ar", "rows", "diff_rows", "ar_rows")
+    KEYS = ("total", "diff", "ar", "rows", "diff_rows", "ar_rows", "kl")
 
     def __init__(self) -> None:
         self.reset()
@@ -704,7 +779,8 @@ class StepMeter:
         self.grad_norm: Tensor | float | None = None  # of the latest step
 
     def add(self, parts: dict[str, Tensor]) -> None:
-        values = torch.stack([parts[k].detach().float() for k in self.KEYS])
+        zero = parts["total"].new_zeros(())
+        values = torch.stack([parts.get(k, zero).detach().float() for k in self.KEYS])
         self.sums = values if self.sums is None else self.sums + values
         self.micro += 1
 
@@ -724,6 +800,8 @@ class StepMeter:
             "rows_per_step": totals[3] / steps, "diff_rows_per_step": totals[4] / steps,
             "ar_rows_per_step": totals[5] / steps, "step_s": round(self.seconds / steps, 4), "rows_total": totals[3],
         }
+        if totals[6]:
+            record["loss_kl"] = means[6]
         self.reset()
         return record
 

@@ -9,7 +9,14 @@ import pytest
 import torch
 
 from d3d.models.decoder import load_decoder
-from d3d.training.losses import LossConfig, chunked_cross_entropy, default_gamma, drafter_losses, position_weights
+from d3d.training.losses import (
+    LossConfig,
+    adjusted_teacher,
+    chunked_cross_entropy,
+    default_gamma,
+    drafter_losses,
+    position_weights,
+)
 from d3d.training.packing import IGNORE, Example, PackedBatch, PackingConfig, collate, pack_example
 
 MASK_ID = 96
@@ -111,3 +118,89 @@ def test_chunked_cross_entropy_matches_full_logits():
     g2 = torch.autograd.grad(want.sum(), (hidden, weight))
     for a, b in zip(g1, g2):
         torch.testing.assert_close(a, b)
+
+
+def test_adjusted_teacher_matches_the_closed_form():
+    q0 = torch.tensor([[0.5, 0.3, 0.2], [0.5, 0.3, 0.2], [0.4, 0.395, 0.205]], dtype=torch.float64)
+    y = torch.tensor([1, 0, 1])
+    got = adjusted_teacher(q0, y, delta=0.01)
+    # row 0: m = 0.3 - 0.5 = -0.2, eta = (0.01 + 0.2) / 1.2 = 0.175
+    eta = 0.21 / 1.2
+    torch.testing.assert_close(got[0], (1 - eta) * q0[0] + eta * torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64))
+    torch.testing.assert_close(got[1], q0[1])  # y already leads by 0.2 >= delta: unchanged
+    # row 2: m = -0.005, eta = 0.015 / 1.005
+    eta2 = 0.015 / 1.005
+    torch.testing.assert_close(got[2], (1 - eta2) * q0[2] + eta2 * torch.tensor([0.0, 1.0, 0.0], dtype=torch.float64))
+
+
+def test_adjusted_teacher_gives_y_a_margin_of_exactly_delta_where_it_adjusts():
+    g = torch.Generator().manual_seed(0)
+    q0 = torch.softmax(torch.randn(500, 40, dtype=torch.float64, generator=g) * 3, -1)
+    y = torch.randint(0, 40, (500,), generator=g)
+    for delta in (0.01, 0.2):
+        q = adjusted_teacher(q0, y, delta)
+        torch.testing.assert_close(q.sum(-1), torch.ones(500, dtype=torch.float64))
+        assert (q >= 0).all()
+
+        def margin(p):
+            return p.gather(-1, y[:, None])[:, 0] - p.scatter(-1, y[:, None], -1.0).max(-1).values
+
+        before, after = margin(q0), margin(q)
+        adjusted = before < delta
+        assert adjusted.any() and (~adjusted).any()
+        torch.testing.assert_close(after[adjusted], torch.full_like(after[adjusted], delta))
+        torch.testing.assert_close(q[~adjusted], q0[~adjusted])
+
+
+def test_distillation_loss_matches_design_by_hand(tiny_llama_dir):
+    student = load_decoder(tiny_llama_dir).double()
+    teacher = load_decoder(tiny_llama_dir).double()
+    with torch.no_grad():
+        for p in teacher.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    batch = tiny_batch()
+    cfg = LossConfig(block_size=4, lambda_ar=0.5, gamma=1.5, kd_delta=0.01)
+    parts = drafter_losses(student, batch, cfg, teacher)
+    with torch.no_grad():
+        s_logits, t_logits = student(batch.rows()), teacher(batch.rows())
+    nc, (b, k, bs) = batch.input_ids.shape[1], batch.block_labels.shape
+    per_example = []
+    for i in range(b):
+        num = den = 0.0
+        for kk in range(k):
+            for j in range(1, bs):
+                y = int(batch.block_labels[i, kk, j])
+                if y == IGNORE:
+                    continue
+                row = nc + kk * bs + j
+                q0, log_q = torch.softmax(t_logits[i, row], -1), torch.log_softmax(s_logits[i, row], -1)
+                top2 = torch.topk(q0, 2).values
+                m = float(q0[y]) - (float(top2[1]) if int(q0.argmax()) == y else float(top2[0]))
+                eta = max(0.0, (0.01 - m) / (1 - m))
+                qt = (1 - eta) * q0 + eta * torch.nn.functional.one_hot(torch.tensor(y), q0.shape[0]).double()
+                kl = float((qt * (torch.log(qt.clamp_min(1e-300)) - log_q)).sum())
+                w = math.exp(-(j - 1) / 1.5)
+                num, den = num + w * kl, den + w
+        per_example.append(num / den)
+    want = sum(per_example) / b
+    assert parts.kl.item() == pytest.approx(want, rel=1e-9)
+    assert parts.total.item() == pytest.approx(parts.diff.item() + 0.5 * parts.ar.item() + want, rel=1e-9)
+    # the teacher gets no gradient, the student does
+    parts.total.backward()
+    assert all(p.grad is None for p in teacher.parameters())
+    assert student.model.layers[0].mlp.up_proj.weight.grad.abs().sum() > 0
+
+
+def test_an_ar_drafter_is_trained_by_the_ar_loss_alone(tiny_llama_dir):
+    model = load_decoder(tiny_llama_dir).double()
+    batch = tiny_batch()
+    parts = drafter_losses(model, batch, LossConfig(block_size=4, lambda_ar=1.0, diffusion_weight=0.0))
+    assert parts.total.item() == pytest.approx(parts.ar.item(), rel=1e-12)
+    assert parts.diff.item() > 0 and not parts.diff.requires_grad  # still reported, never trained
+    parts.total.backward()
+    model_grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    ar_only = drafter_losses(model, batch, LossConfig(block_size=4, lambda_ar=1.0, diffusion_weight=1e-30))
+    ar_only.total.backward()
+    for a, p in zip(model_grads, model.parameters()):
+        torch.testing.assert_close(a, p.grad, atol=1e-12, rtol=1e-9)

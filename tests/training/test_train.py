@@ -167,3 +167,25 @@ def test_cli_train_config_file_flags_and_plot(tmp_path, tiny_llama_dir, capsys):
     assert main(["train", "--config", str(config_file), "--num-anchors", "x"]) == 2
     assert "setting 'num_anchors'" in capsys.readouterr().err
     shutil.rmtree(run)
+
+
+def test_a_saved_drafter_continues_with_a_layer_removed_and_a_teacher(tmp_path, tiny_llama_dir):
+    """Pruning recovery's building block: init from a drafter minus one layer, distilled from it."""
+    teacher_dir = train(tiny_config(tmp_path, tiny_llama_dir, num_layers=3, max_steps=3))
+    cfg = tiny_config(tmp_path, tiny_llama_dir, init=str(teacher_dir), layers=[0, 2], num_layers=0,
+                      teacher=str(teacher_dir), max_steps=2, output_dir=str(tmp_path / "pruned"))
+    target = load_decoder(tiny_llama_dir)
+    before = Drafter.from_pretrained(teacher_dir, target=target)
+    out = train(cfg)
+    pruned = Drafter.from_pretrained(out, target=target)
+    assert pruned.config.layers == [0, 2] and pruned.config.base_model == before.config.base_model
+    assert [r.get("loss_kl", 0) > 0 for r in records(tmp_path / "pruned", "train")] == [True, True]
+    first = records(tmp_path / "pruned", "train")[0]
+    assert first["loss"] == pytest.approx(first["loss_diff"] + first["loss_ar"] + first["loss_kl"], rel=1e-5)
+    # layer 2 of the pruned drafter started from the teacher's layer 2 (moved by only two small steps)
+    moved = pruned.model.model.layers[1].mlp.up_proj.weight - before.model.model.layers[2].mlp.up_proj.weight
+    assert moved.abs().max() < 0.1
+    with pytest.raises(D3DError, match="not layers of the drafter"):
+        train(tiny_config(tmp_path, tiny_llama_dir, init=str(teacher_dir), layers=[5], output_dir=str(tmp_path / "x")))
+    with pytest.raises(D3DError, match="not a saved drafter"):
+        train(tiny_config(tmp_path, tiny_llama_dir, teacher=str(tmp_path), output_dir=str(tmp_path / "y")))
