@@ -3,7 +3,7 @@
 PY := .venv/bin/python
 PROMPT ?= Write a Python function that returns the n-th Fibonacci number, with a short docstring.
 
-.PHONY: setup demo test test-slow bench
+.PHONY: setup demo test test-slow bench results
 setup:
 	@bash scripts/setup.sh
 
@@ -18,3 +18,7 @@ test-slow: setup
 
 bench: setup
 	@$(PY) -m d3d.cli bench --suite humaneval --limit 20 --modes ar,sync,hf,pld
+
+# Regenerate docs/results.md: every benchmark of the page (resumable, results in runs/results/).
+results: setup
+	@$(PY) -m d3d.evaluation.results

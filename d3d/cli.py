@@ -90,13 +90,15 @@ def build_parser() -> argparse.ArgumentParser:
     gen.set_defaults(func=cmd_generate)
 
     bench = sub.add_parser("bench", help="run decoding modes interleaved on a suite; table then one JSON line")
-    bench.add_argument("--suite", default="humaneval", help="humaneval or a .jsonl file with a 'prompt' field per line")
+    bench.add_argument("--suite", default="humaneval", help="humaneval, mixed (built-in math, code, chat, writing) or a .jsonl file with a 'prompt' field per line")
     bench.add_argument("--limit", type=int, default=None, help="first N prompts only")
     bench.add_argument("--modes", default="ar,sync",
                        help="comma-separated: ar, sync, async, hf (transformers generate), pld (prompt lookup), "
                             "ar-drafter / hf-assisted (classic speculative decoding with --ar-drafter, native / transformers)")
     bench.add_argument("--ar-drafter", default=None, help="AR draft model directory (d3d train --diffusion-weight 0)")
     bench.add_argument("--ar-draft-tokens", type=int, default=4, help="k: tokens the AR draft model proposes per round")
+    bench.add_argument("--sweep", nargs="+", default=[], metavar="C,F",
+                       help="async budgets to run one by one (modes async@C,F), e.g. --sweep 2,1 4,1 4,2")
     bench.add_argument("--max-new-tokens", type=int, default=128, help="generation budget per prompt")
     bench.add_argument("--out", default=None, help="results file (JSONL; resumed if it exists)")
     bench.add_argument("--fresh", action="store_true", help="ignore existing results and start over")
@@ -210,7 +212,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         top_p=args.top_p, top_k=args.top_k, seed=args.seed, out=args.out, fresh=args.fresh, device=args.device,
         budget=args.budget, draft_threads=args.draft_threads, target_threads=args.target_threads,
         async_backend=args.async_backend, timeline=args.timeline, ar_drafter=args.ar_drafter,
-        ar_draft_tokens=args.ar_draft_tokens,
+        ar_draft_tokens=args.ar_draft_tokens, sweep=tuple(args.sweep),
     )
     run_bench(cfg)
     return 0

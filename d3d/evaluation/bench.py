@@ -11,6 +11,10 @@ Modes (the `MODES` registry; a new mode is one more entry):
                  depth (`ar_drafter`, trained with the AR loss alone) drafts k tokens, one pass each
     hf-assisted  the same AR draft model through transformers' assisted generation (fixed k)
 
+With `sweep` (a list of budgets "C,F"), the async mode runs once per budget, as modes named
+`async@C,F` sharing one drafting worker: the budget sweep of docs/async.md (speedup and hit rate
+against N_async = B((C-1)F+2), the paper's Figure 3).
+
 For each prompt every mode runs back to back, the order rotated by one per prompt so that slow
 drift (thermal, other processes) spreads evenly over the modes. One untimed short generation per
 mode comes first, so lazy loads and first-call costs stay out of the timings.
@@ -66,9 +70,10 @@ import torch
 from torch import Tensor
 
 from d3d.errors import D3DError
-from d3d.evaluation.suites import Prompt, load_suite
+from d3d.evaluation.suites import BUILTIN_SUITES, Prompt, load_suite
 from d3d.evaluation.timeline import plot_timeline, save_timeline
 from d3d.inference.async_engine import AsyncConfig
+from d3d.inference.successors import Budget
 from d3d.inference.baselines import hf_generate
 from d3d.inference.engine import DecodeStats, GenerationConfig
 from d3d.inference.pipeline import Pipeline, default_device, load_target
@@ -80,6 +85,7 @@ RESULTS_FORMAT = 1  # bump when the results file layout changes
 DEFAULT_RESULTS_DIR = Path("runs") / "bench"  # relative to the current directory
 
 ModeRunner = Callable[[Pipeline, Tensor, GenerationConfig], tuple[list[int], DecodeStats]]
+SWEEP_SEPARATOR = "@"  # async@C,F: the async mode at a fixed budget
 
 
 def run_ar(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
@@ -120,6 +126,24 @@ ASYNC_KEYS = ("budget", "draft_threads", "target_threads", "async_backend")  # s
 AR_DRAFTER_KEYS = ("ar_drafter", "ar_draft_tokens")  # settings only the AR-drafter modes read
 
 
+def base_mode(mode: str) -> str:
+    """"async" for "async@C,F", the mode itself otherwise."""
+    return mode.split(SWEEP_SEPARATOR)[0]
+
+
+def runner_for(mode: str) -> ModeRunner:
+    """The runner of a mode name, budget-sweep modes included."""
+    if base_mode(mode) == "async" and SWEEP_SEPARATOR in mode:
+        budget = mode.split(SWEEP_SEPARATOR, 1)[1]
+
+        def run_at_budget(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig):
+            pipe.async_runner.config.budget = budget  # read at the start of every async generation
+            return pipe.generate(prompt_ids, "async", cfg)
+
+        return run_at_budget
+    return MODES[mode]
+
+
 @dataclass
 class BenchConfig:
     """One benchmark run."""
@@ -145,14 +169,22 @@ class BenchConfig:
     timeline: str | None = None  # async: save the last async generation's timeline here (JSON + .png)
     ar_drafter: str | None = None  # AR draft model directory for ar-drafter / hf-assisted
     ar_draft_tokens: int = 4  # k: tokens the AR draft model proposes per round
+    sweep: tuple[str, ...] = ()  # async budgets "C,F" to run one by one (replaces the single async mode)
 
     def __post_init__(self) -> None:
         self.modes = tuple(self.modes)
+        self.sweep = tuple(self.sweep)
 
     @property
     def run_modes(self) -> tuple[str, ...]:
-        """The modes in run order: "ar" first, duplicates dropped."""
-        return tuple(dict.fromkeys(("ar", *self.modes)))
+        """The modes in run order: "ar" first, duplicates dropped, async expanded over the sweep."""
+        modes = []
+        for mode in ("ar", *self.modes):
+            if mode == "async" and self.sweep:
+                modes += [f"async{SWEEP_SEPARATOR}{Budget.parse(b).coverage},{Budget.parse(b).fanout}" for b in self.sweep]
+            else:
+                modes.append(mode)
+        return tuple(dict.fromkeys(modes))
 
     def generation(self) -> GenerationConfig:
         sampling = SamplingConfig(self.temperature, self.top_k, self.top_p)
@@ -171,6 +203,10 @@ class BenchConfig:
             raise D3DError("modes ar-drafter and hf-assisted need an AR draft model: pass --ar-drafter DIR")
         if self.ar_draft_tokens < 1:
             raise D3DError(f"AR draft tokens must be at least 1, got {self.ar_draft_tokens}")
+        if self.sweep and "async" not in self.modes:
+            raise D3DError("a budget sweep needs the async mode: add async to the modes")
+        for budget in self.sweep:
+            Budget.parse(budget)
         self.generation().validate()
         self.async_config().validate()
         _check_device(self.device)
@@ -182,13 +218,15 @@ class BenchConfig:
     def results_key(self) -> dict:
         """What a results file must match to be resumed (everything but limit, out and fresh)."""
         key = asdict(self)
-        unused = (() if "async" in self.modes else ASYNC_KEYS) + (
+        unused = (() if "async" in self.modes else ASYNC_KEYS + ("sweep",)) + (
             () if set(AR_DRAFTER_MODES) & set(self.modes) else AR_DRAFTER_KEYS)
         for name in ("limit", "out", "fresh", "timeline") + unused:
             key.pop(name)
         key["modes"] = list(self.run_modes)
+        if "sweep" in key:
+            key["sweep"] = list(self.sweep)  # as JSON reads it back
         key["device"] = str(torch.device(self.device) if self.device else default_device())
-        if self.suite.strip().lower() != "humaneval":
+        if self.suite.strip().lower() not in BUILTIN_SUITES:
             key["suite"] = str(Path(self.suite).resolve())
         return key
 
@@ -330,14 +368,14 @@ def async_record(stats: DecodeStats) -> dict:
     return {"hits": stats.hits, "misses": stats.misses, "successor_s": stats.successor_s,
             "successor_passes": stats.successor_passes, "hidden_rounds": stats.hidden_rounds,
             "overlapped_rounds": stats.overlapped_rounds, "wait_s": stats.wait_s, "budget": stats.budget,
-            "fallback": stats.fallback}
+            "n_async": stats.n_async, "fallback": stats.fallback}
 
 
 def run_prompt(pipe: Pipeline, modes: tuple[str, ...], index: int, prompt: Prompt, cfg: GenerationConfig) -> dict:
     """Every mode on one prompt, back to back in rotated order; the results-file row."""
     prompt_ids = pipe.target.encode_chat(prompt.text)
     order = mode_order(modes, index)
-    results = {mode: run_record(*MODES[mode](pipe, prompt_ids, cfg)) for mode in order}
+    results = {mode: run_record(*runner_for(mode)(pipe, prompt_ids, cfg)) for mode in order}
     return {"id": prompt.id, "index": index, "prompt_sha": prompt_digest(prompt), "order": order,
             "results": {mode: results[mode] for mode in modes}}
 
@@ -347,7 +385,7 @@ def warm_up(pipe: Pipeline, modes: tuple[str, ...], prompt: Prompt, cfg: Generat
     short = GenerationConfig(min(WARMUP_TOKENS, cfg.max_new_tokens), cfg.sampling, cfg.stop_strings, cfg.seed)
     prompt_ids = pipe.target.encode_chat(prompt.text)
     for mode in modes:
-        MODES[mode](pipe, prompt_ids, short)
+        runner_for(mode)(pipe, prompt_ids, short)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,12 +415,13 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
         records = [row["results"][mode] for row in rows]
         identical = all(r["tokens"] == a["tokens"] for r, a in zip(records, ar_records)) if greedy else None
         summary[mode] = _mode_summary(_mode_totals(records), ar, identical, len(rows))
-        if mode in DRAFTER_MODES or mode in AR_DRAFTER_MODES:
-            summary[mode] |= _drafting_summary(mode, _mode_totals(records), records)
-        if mode in DRAFTER_MODES and drafter is not None:
+        if base_mode(mode) in DRAFTER_MODES or mode in AR_DRAFTER_MODES:
+            summary[mode] |= _drafting_summary(base_mode(mode), _mode_totals(records), records)
+        if base_mode(mode) in DRAFTER_MODES and drafter is not None:
             summary[mode]["drafter"] = drafter
-    if "sync" in summary and "async" in summary:
-        summary["async"]["speedup_vs_sync"] = _rounded(_ratio(summary["sync"]["total_s"], summary["async"]["total_s"]))
+    for mode in summary:
+        if base_mode(mode) == "async" and "sync" in summary:
+            summary[mode]["speedup_vs_sync"] = _rounded(_ratio(summary["sync"]["total_s"], summary[mode]["total_s"]))
     return summary
 
 
@@ -398,6 +437,7 @@ def _drafting_summary(mode: str, t: dict, records: list[dict]) -> dict:
         "hidden_share": _rounded(_ratio(t["hidden_rounds"], t["overlapped_rounds"])),
         "mean_wait_ms": _rounded(_ratio(1000 * t["wait_s"], t["rounds"])),
         "budget": records[0].get("budget") if records else None,
+        "n_async": records[0].get("n_async") if records else None,
         "fallbacks": sum(r.get("fallback") is not None for r in records),
     }
 

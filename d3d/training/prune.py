@@ -86,12 +86,15 @@ class PruneConfig:
     max_new_tokens: int = 64  # tokens generated per dev prompt
     speed_prompts: int = 4  # selection-set prompts decoded for the speedup (each by ar and sync)
     save_every: int = 25  # recovery checkpoints every N steps
+    save_dtype: str = "float32"  # dtype of the chosen drafter's stored weights (bfloat16 halves the file)
 
     def validate(self) -> None:
         if self.min_layers < 1:
             raise D3DError(f"target depth must be at least 1 layer, got {self.min_layers}")
         if self.recovery_steps < 0 or self.eval_prompts < 1 or self.speed_prompts < 1 or self.max_new_tokens < 1:
             raise D3DError("recovery steps must be >= 0; eval prompts, speed prompts and max new tokens >= 1")
+        if self.save_dtype not in ("float32", "bfloat16", "float16"):
+            raise D3DError(f"save dtype must be float32, bfloat16 or float16, got {self.save_dtype}")
         if not self.select_dev:
             raise D3DError("pass --select-dev: a dev set for the checkpoint choice, disjoint from the layer-choice set")
 
@@ -305,7 +308,7 @@ class Pruner:
         drafter = self.load(best.path)
         drafter.config.training = read_drafter_config(best.path)[0].training
         drafter.config.pruning = {"source": self.cfg.drafter, "stages": [asdict(s) for s in stages], "chosen": best.index}
-        _save_atomic(drafter, final)
+        _save_atomic(drafter, final, getattr(torch, self.cfg.save_dtype))
         self.log.write({"kind": "select", "stage": best.index, "layers": best.layers, "speedup": best.speedup,
                         "path": str(final)})
         say(f"chose stage {best.index} ({len(best.layers)} layers, speedup {best.speedup:.2f}x): {final}")
@@ -324,10 +327,10 @@ def _check_disjoint(a: list[Example], b: list[Example]) -> None:
         raise D3DError(f"the layer-choice and selection dev sets share {shared} prompts: they must be disjoint")
 
 
-def _save_atomic(drafter: Drafter, path: Path) -> None:
+def _save_atomic(drafter: Drafter, path: Path, dtype: torch.dtype | None = None) -> None:
     partial = path.parent / f".{path.name}.partial"
     shutil.rmtree(partial, ignore_errors=True)
-    drafter.save_pretrained(partial)
+    drafter.save_pretrained(partial, dtype)
     if path.exists():
         shutil.rmtree(path)
     partial.rename(path)

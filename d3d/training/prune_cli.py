@@ -35,6 +35,8 @@ def add_prune_parser(sub) -> None:
     p.add_argument("--eval-prompts", type=int, default=8, help="dev prompts per tau measurement")
     p.add_argument("--max-new-tokens", type=int, default=64, help="tokens per dev prompt")
     p.add_argument("--speed-prompts", type=int, default=4, help="selection prompts timed for the speedup")
+    p.add_argument("--save-dtype", default="float32", choices=["float32", "bfloat16", "float16"],
+                   help="dtype of the chosen drafter's stored weights (bfloat16 halves the file)")
     p.set_defaults(func=cmd_prune)
 
 
@@ -45,7 +47,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         drafter=args.drafter, output_dir=args.output_dir, select_dev=args.select_dev, layer_dev=args.layer_dev,
         data=args.data, target=args.target, min_layers=args.min_layers, tau_floor=args.tau_floor,
         recovery_steps=args.recovery_steps, lr=args.lr, eval_prompts=args.eval_prompts,
-        max_new_tokens=args.max_new_tokens, speed_prompts=args.speed_prompts,
+        max_new_tokens=args.max_new_tokens, speed_prompts=args.speed_prompts, save_dtype=args.save_dtype,
     )
     print(f"drafter: {prune(cfg)}")
     return 0

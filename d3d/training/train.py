@@ -50,6 +50,7 @@ from torch.utils.data import DataLoader
 from tqdm import tqdm
 
 from d3d.errors import D3DError
+from d3d.inference.ar_drafting import DEFAULT_AR_DRAFT_TOKENS, ArDrafterSource
 from d3d.inference.drafting import DrafterSource
 from d3d.inference.engine import DecodeStats, GenerationConfig, speculative_decode
 from d3d.inference.pipeline import default_dtype
@@ -458,7 +459,11 @@ def drafter_from_state(
 def measure_tau(
     target: DecoderModel, drafter: Drafter, prompts: Sequence[np.ndarray], max_new_tokens: int, eos_ids: Sequence[int]
 ) -> dict:
-    """Greedy synchronous speculative decoding of each prompt; tau = tokens appended per round."""
+    """Greedy synchronous speculative decoding of each prompt; tau = tokens appended per round.
+
+    A block drafter drafts B-1 tokens in one pass; an AR draft model (objective "ar") drafts
+    `DEFAULT_AR_DRAFT_TOKENS` tokens, one pass each.
+    """
     context = int(getattr(target.config, "max_position_embeddings", 0) or 1 << 30)
     usable = [p for p in prompts if 0 < len(p) < context - max_new_tokens]
     rounds = appended = new = 0
@@ -466,7 +471,10 @@ def measure_tau(
         stats = DecodeStats("sync")
         prompt = torch.as_tensor(np.asarray(ids), dtype=torch.long, device=target.device)[None]
         gen = GenerationConfig(max_new_tokens=max_new_tokens)
-        source = DrafterSource(drafter, gen.sampling)
+        if drafter.config.objective == "ar":
+            source = ArDrafterSource(drafter.model, DEFAULT_AR_DRAFT_TOKENS, gen.sampling)
+        else:
+            source = DrafterSource(drafter, gen.sampling)
         for _ in speculative_decode(target, source, prompt, gen, StopChecker(max_new_tokens, eos_ids), stats):
             pass
         rounds, appended, new = rounds + stats.rounds, appended + stats.round_tokens, new + stats.new_tokens
@@ -513,8 +521,13 @@ class JsonlLog:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         lines = self.path.read_text().splitlines() if resume_step is not None and self.path.exists() else []
-        kept = [json.dumps(r) for r in map(json_object, lines) if r is not None and r.get("step", 0) <= resume_step]
-        self.path.write_text("".join(line + "\n" for line in kept))
+        kept = [r for r in map(json_object, lines) if r is not None and r.get("step", 0) <= resume_step]
+        self.path.write_text("".join(json.dumps(r) + "\n" for r in kept))
+        self.kept = kept
+
+    def last(self, kind: str) -> dict | None:
+        """The last record of `kind` kept by `start` (a resumed run's history)."""
+        return next((r for r in reversed(getattr(self, "kept", [])) if r.get("kind") == kind), None)
 
     def write(self, record: dict) -> None:
         if self.enabled:
@@ -536,6 +549,7 @@ class Trainer:
                                cfg.kd_delta)
         self.eval_target: DecoderModel | None = None
         self.last_eval_step = -1
+        self.last_tau: float | None = None  # the latest validation tau (recorded in the saved drafter)
         self.on_step: Callable[[Trainer], None] | None = None
 
     def say(self, message: str) -> None:
@@ -592,6 +606,8 @@ class Trainer:
         self.progress = Progress(**json.loads((latest / STATE_FILE).read_text())["progress"])
         self.last_eval_step = self.progress.step  # do not re-validate the step we resume at
         self.log.start(self.progress.step)
+        last_eval = self.log.last("eval")
+        self.last_tau = last_eval["tau"] if last_eval else None
         self.log.write({"kind": "resume", "step": self.progress.step, "checkpoint": latest.name})
         self.say(f"resumed from {latest} (step {self.progress.step}, epoch {self.progress.epoch})")
 
@@ -709,6 +725,7 @@ class Trainer:
         result = measure_tau(target, drafter, prompts, self.cfg.eval_max_new_tokens, self.facts.eos_ids)
         result |= dev_losses(drafter.model, self.dev[: self.cfg.eval_prompts], self.packing, self.loss, self.cfg.seed)
         result = {"kind": "eval", "step": self.progress.step, **result, "eval_s": round(time.perf_counter() - started, 2)}
+        self.last_tau = result["tau"]
         self.log.write(result)
         self.say(f"step {self.progress.step}: validation tau {result['tau']:.3f} over {result['prompts']} prompts"
                  + (f", dev loss diff {result['dev_loss_diff']:.3f} ar {result['dev_loss_ar']:.3f}" if self.dev else ""))
@@ -746,7 +763,8 @@ class Trainer:
         if self.main:
             dtype = torch.bfloat16 if self.accelerator.mixed_precision == "bf16" else torch.float32
             drafter = drafter_from_state(state, self.cfg, self.facts, dtype, "cpu", None)
-            drafter.config.training = {**asdict(self.cfg), "steps": self.progress.step, "rows_seen": self.progress.rows}
+            drafter.config.training = {**asdict(self.cfg), "steps": self.progress.step, "rows_seen": self.progress.rows,
+                                       "validation_tau": self.last_tau}
             partial = self.out / ".drafter.partial"
             shutil.rmtree(partial, ignore_errors=True)
             drafter.save_pretrained(partial)

@@ -156,6 +156,13 @@ def test_humaneval_suite():
     assert len(load_suite("humaneval", 3)) == 3
 
 
+def test_mixed_suite_interleaves_four_categories():
+    prompts = load_suite("mixed", None)
+    assert len(prompts) == 40 and len({p.id for p in prompts}) == 40
+    assert [p.id.split("-")[0] for p in prompts[:8]] == ["math", "code", "chat", "writing"] * 2
+    assert {p.id.split("-")[0] for p in load_suite("MIXED", 4)} == {"math", "code", "chat", "writing"}
+
+
 def test_jsonl_suite_ids_and_blank_lines(tmp_path):
     path = tmp_path / "s.jsonl"
     path.write_text('{"prompt": "a"}\n\n{"prompt": "b", "id": 7}\n')

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from d3d.cli import EXIT_BAD_INPUT, main
+from d3d.errors import D3DError
 from d3d.evaluation.bench import BenchConfig, run_bench
 from d3d.inference.async_engine import AsyncConfig, AsyncDecodeStats
 from d3d.inference.engine import GenerationConfig
@@ -79,3 +80,22 @@ def test_bench_reports_async_against_sync(tiny_chat_model_dir, tmp_path):
     assert (tmp_path / "tl.png").exists()
     # settings only async reads do not split results files of runs without async
     assert "budget" not in BenchConfig(modes=("sync",)).results_key()
+
+
+def test_bench_sweeps_budgets_with_one_worker(tiny_chat_model_dir, tmp_path):
+    suite = tmp_path / "prompts.jsonl"
+    suite.write_text("".join(json.dumps({"id": f"p{i}", "prompt": p}) + "\n" for i, p in enumerate(["w10 w11", "w20 w30"])))
+    cfg = BenchConfig(suite=str(suite), target=str(tiny_chat_model_dir), max_new_tokens=10, device="cpu",
+                      modes=("sync", "async"), sweep=("1,1", "3,2"), async_backend="thread", block_size=4,
+                      out=str(tmp_path / "r.jsonl"))
+    assert cfg.run_modes == ("ar", "sync", "async@1,1", "async@3,2")
+    summary = run_bench(cfg, io.StringIO())
+    assert list(summary) == ["ar", "sync", "async@1,1", "async@3,2"]
+    for mode, (c, f) in (("async@1,1", (1, 1)), ("async@3,2", (3, 2))):
+        s = summary[mode]
+        assert s["identical"] is True and s["budget"] == f"C={c},F={f}" and s["n_async"] == 4 * ((c - 1) * f + 2)
+        assert s["speedup_vs_sync"] > 0 and s["hit_rate"] is not None
+    with pytest.raises(D3DError, match="needs the async mode"):
+        BenchConfig(modes=("sync",), sweep=("2,1",)).validate()
+    with pytest.raises(D3DError, match="budget must be"):
+        BenchConfig(modes=("async",), sweep=("2",)).validate()

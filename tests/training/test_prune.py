@@ -55,7 +55,8 @@ def trained_drafter(tmp_path_factory, tiny_llama_dir):
 
 def prune_config(root, drafter, **overrides) -> PruneConfig:
     settings = dict(drafter=str(drafter), output_dir=str(root / "pruned"), select_dev=[str(root / "select_dev.jsonl")],
-                    min_layers=2, recovery_steps=2, eval_prompts=4, max_new_tokens=8, speed_prompts=2, save_every=1)
+                    min_layers=2, recovery_steps=2, eval_prompts=4, max_new_tokens=8, speed_prompts=2, save_every=1,
+                    save_dtype="bfloat16")
     return PruneConfig(**(settings | overrides))
 
 
@@ -94,6 +95,7 @@ def test_a_stage_removes_the_cheapest_layer_and_resumes_from_its_log(trained_dra
     drafter = Drafter.from_pretrained(final, target=target)
     assert drafter.config.layers == chosen["layers"] and drafter.config.pruning["chosen"] == chosen["stage"]
     assert (drafter_dir / WEIGHTS_NAME).read_bytes() == before  # the input drafter is never written
+    assert {v.dtype for v in load_file(str(final / WEIGHTS_NAME)).values()} == {torch.bfloat16}
 
     # resuming one layer deeper reuses every logged measurement and adds only stage 2
     prune(prune_config(root, drafter_dir, min_layers=1))

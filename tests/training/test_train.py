@@ -65,6 +65,7 @@ def test_loss_falls_and_the_drafter_is_saved_ready_for_inference(tmp_path, tiny_
     drafter = Drafter.from_pretrained(out, target=target)
     assert drafter.config.trained and drafter.config.shared_embeddings and drafter.config.layers == [0, 1]
     assert drafter.config.training["num_anchors"] == 6 and drafter.config.training["steps"] == 60
+    assert drafter.config.recorded_tau() == evals[-1]["tau"]  # the budget model's prior for this drafter
     assert "model.embed_tokens.weight" not in load_file(str(out / WEIGHTS_NAME))
     assert drafter.model.lm_head.weight is target.lm_head.weight  # frozen, shared, not trained
     before = load_decoder(tiny_llama_dir, layers=[0, 1])
