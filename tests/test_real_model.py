@@ -1,7 +1,8 @@
 """End to end on the embedded SmolLM2-135M-Instruct (slow: run with D3D_SLOW=1, as CI does).
 
 Greedy speculative decoding, synchronous and asynchronous, must reproduce plain greedy decoding
-token for token on the real model with the default drafter.
+token for token on the real model with the default drafter: the one that ships in
+`d3d/drafters/smollm2-135m-instruct/`.
 """
 
 from __future__ import annotations
@@ -39,3 +40,14 @@ def test_greedy_speculative_equals_plain_decoding(pipe, mode):
         got, stats = pipe.generate(ids, mode, cfg)
         assert got == want, f"{mode} diverged from plain decoding on {prompt!r}"
         assert stats.rounds >= 1 and 1.0 <= stats.tau <= pipe.drafter.drafter.block_size
+
+
+def test_the_shipped_drafter_is_the_default_and_fits_the_repo(pipe):
+    from d3d.inference.pipeline import shipped_drafter_dir
+
+    shipped = shipped_drafter_dir(pipe.target)
+    assert shipped is not None, "no drafter ships in d3d/drafters/smollm2-135m-instruct/"
+    config = pipe.drafter.drafter.config
+    assert str(shipped) in pipe.drafter.description and config.trained and config.shared_embeddings
+    assert sum(f.stat().st_size for f in shipped.iterdir()) <= 40 * 2**20
+    assert config.objective == "diffusion" and config.recorded_tau() is not None

@@ -1,4 +1,4 @@
-"""`d3d results`: run every benchmark of the results page and write `docs/results.md` from them.
+"""`make results`: run every benchmark of the results page and write `docs/results.md` from them.
 
 One command regenerates the page (`make results`):
 
