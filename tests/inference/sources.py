@@ -74,7 +74,7 @@ class ScriptedDrafter:
         self.reference, self.block_size, self.vocab = reference, block_size, vocab
         self.wrong = wrong or {}
         self.fail_after, self.passes = fail_after, 0
-        self.config = SimpleNamespace(mask_token_id=mask_id, trained=False)
+        self.config = SimpleNamespace(mask_token_id=mask_id, trained=False, recorded_tau=lambda: None)
         self.model = SimpleNamespace(device=torch.device("cpu"), spec=SimpleNamespace(vocab_size=vocab))
 
     def new_cache(self) -> FakeCache:
