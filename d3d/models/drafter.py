@@ -33,6 +33,7 @@ CONFIG_NAME = "drafter_config.json"
 WEIGHTS_NAME = "model.safetensors"
 FORMAT_VERSION = 1
 SHARED_KEYS = ("model.embed_tokens.weight", "lm_head.weight")
+DRAFT_VOCAB_KEY = "draft_vocab_ids"  # optional int64 tensor in the weights file: the drafting vocabulary
 
 
 @dataclass
@@ -50,6 +51,8 @@ class DrafterConfig:
     training: dict = field(default_factory=dict)  # recipe / provenance written by `d3d train`
     objective: str = "diffusion"  # "diffusion" (a D3D block drafter) or "ar" (an AR draft model, L_AR only)
     pruning: dict = field(default_factory=dict)  # stages and choice written by `d3d prune`
+    draft_vocab_size: int = 0  # tokens the drafter may propose (0 = the whole vocabulary); see set_draft_vocab
+    draft_vocab: dict = field(default_factory=dict)  # how the drafting vocabulary was chosen (`d3d draft-vocab`)
     format_version: int = FORMAT_VERSION
 
     def recorded_tau(self) -> float | None:
@@ -78,6 +81,8 @@ class Drafter(torch.nn.Module):
         super().__init__()
         config.validate()
         self.model = model
+        self.register_buffer("draft_vocab", None, persistent=False)  # sorted token ids, or None = all
+        self._head_rows: tuple[Tensor, Tensor] | None = None  # (the LM head it was cut from, its rows)
         self.config = config
 
     @property
@@ -121,11 +126,46 @@ class Drafter(torch.nn.Module):
             drafter.share_embeddings_with(target)
         return drafter
 
+    def set_draft_vocab(self, ids: Tensor | None) -> None:
+        """Restrict what the drafter proposes to the token ids `ids` (None: the whole vocabulary).
+
+        The LM head then projects onto those rows only (FR-Spec's frequency-ranked drafting
+        vocabulary): on a small target the vocabulary projection is most of a drafting pass. Logits
+        keep the full vocabulary's shape, -inf outside the subset, so every consumer (greedy,
+        sampling, the async alternatives) is unchanged. Lossless: the target verifies every token,
+        and q is 0 where the drafter cannot propose.
+        """
+        if ids is None:
+            self.draft_vocab, self._head_rows = None, None
+            self.config.draft_vocab_size = 0
+            return
+        ids = torch.unique(torch.as_tensor(ids, dtype=torch.long).flatten())  # sorted
+        vocab = self.config.vocab_size or self.model.spec.vocab_size
+        if ids.numel() == 0 or int(ids[0]) < 0 or int(ids[-1]) >= vocab:
+            raise D3DError(f"draft vocabulary ids must be non-empty and within [0, {vocab})")
+        self.draft_vocab = ids.to(self.model.device)
+        self._head_rows = None
+        self.config.draft_vocab_size = int(ids.numel())
+
+    def project(self, hidden: Tensor) -> Tensor:
+        """Logits over the whole vocabulary for final hidden states [..., h]."""
+        if self.draft_vocab is None:
+            return self.model.lm_head(hidden)
+        weight = self.model.lm_head.weight
+        if self._head_rows is None or self._head_rows[0] is not weight or self._head_rows[1].device != hidden.device:
+            self._head_rows = (weight, weight.detach()[self.draft_vocab.to(weight.device)].to(hidden.device))
+        sub = torch.nn.functional.linear(hidden, self._head_rows[1])  # [..., |subset|]
+        out = sub.new_full((*sub.shape[:-1], weight.shape[0]), float("-inf"))
+        out[..., self.draft_vocab.to(out.device)] = sub
+        return out
+
     def save_pretrained(self, path: str | Path, dtype: torch.dtype | None = None) -> None:
         """Write safetensors + drafter_config.json; `dtype` (e.g. bfloat16) converts the stored weights."""
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         state = {k: v.detach().to(dtype or v.dtype).contiguous().cpu() for k, v in self.model.state_dict().items()}
+        if self.draft_vocab is not None:
+            state[DRAFT_VOCAB_KEY] = self.draft_vocab.detach().cpu().contiguous()
         if self.config.shared_embeddings:
             for k in SHARED_KEYS:
                 state.pop(k, None)
@@ -156,12 +196,16 @@ class Drafter(torch.nn.Module):
         dtype = dtype or (target.dtype if target is not None else torch.float32)
         device = device or (target.device if target is not None else "cpu")
         state = _read_weights(Path(path) / WEIGHTS_NAME)
+        draft_vocab = state.pop(DRAFT_VOCAB_KEY, None)
         external = SHARED_KEYS if config.shared_embeddings else ()
         body = build_from_state(model_config, config.layers, state, dtype, device, external, str(path))
         drafter = cls(body, config)
         if config.shared_embeddings:
             drafter.share_embeddings_with(target)  # type: ignore[arg-type]
-        return drafter.to(device).eval()
+        drafter = drafter.to(device).eval()
+        if draft_vocab is not None:
+            drafter.set_draft_vocab(draft_vocab)
+        return drafter
 
     def draft_logits(self, cache: KVCache, committed: Tensor) -> Tensor:
         """Logits [1, B-1, vocab] for the block anchored at the last committed token.
@@ -188,7 +232,7 @@ class Drafter(torch.nn.Module):
         blocks[0, :, 0] = anchors
         rows = Rows.with_blocks(Rows.clean(clean, cache.length), blocks, anchor_pos.view(1, k))
         hidden = self.model.hidden_states(rows, cache)[0, rows.num_clean :]  # [k*B, hidden]
-        return self.model.lm_head(hidden.view(k, bs, -1)[:, 1:])
+        return self.project(hidden.view(k, bs, -1)[:, 1:])
 
 
 def load_drafter_body(
@@ -208,6 +252,8 @@ def load_drafter_body(
     renumber = {local[orig]: new for new, orig in enumerate(keep)}
     state = {}
     for name, value in _read_weights(Path(path) / WEIGHTS_NAME).items():
+        if name == DRAFT_VOCAB_KEY:  # a drafting vocabulary is an inference setting, not part of the body
+            continue
         if name.startswith("model.layers."):
             j = int(name.split(".")[2])
             if j not in renumber:

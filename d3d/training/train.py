@@ -276,6 +276,11 @@ def _resolve_drafter_init(cfg: TrainConfig, target_dir: Path) -> ModelFacts:
     )
 
 
+def target_eos_ids(target_dir: Path) -> tuple[int, ...]:
+    """The end-of-sequence ids of a resolved target directory (config, tokenizer, generation config)."""
+    return _eos_ids(target_dir, hub.load_config(target_dir), _optional_tokenizer(target_dir))
+
+
 def _optional_tokenizer(model_dir: Path):
     """The tokenizer, or None for a model directory that has none (tiny test models)."""
     try:

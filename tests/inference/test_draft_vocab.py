@@ -1,0 +1,115 @@
+"""A drafting vocabulary (`Drafter.set_draft_vocab`, `d3d draft-vocab`) changes what the drafter may
+propose and nothing else: logits on the subset are the full projection's, outputs stay lossless."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+import torch
+from safetensors.torch import load_file
+from scipy.stats import chisquare
+
+from d3d.cli import main
+from d3d.inference.drafting import DrafterSource
+from d3d.inference.engine import GenerationConfig, speculative_decode
+from d3d.inference.pipeline import Pipeline, load_target
+from d3d.inference.sampling import SamplingConfig
+from d3d.models.attention import Rows
+from d3d.models.decoder import load_decoder
+from d3d.models.drafter import DRAFT_VOCAB_KEY, WEIGHTS_NAME, Drafter
+from d3d.training.draft_vocab import frequent_tokens
+from tests.conftest import save_tiny_model
+from tests.inference.test_speculative import exact_marginals, prompt, run
+
+MASK_ID = 96
+
+
+def tiny_drafter(model_dir, layers=(0, 1)) -> tuple:
+    target = load_decoder(model_dir, dtype=torch.float64)
+    drafter = Drafter.from_base(model_dir, list(layers), 4, MASK_ID, "", target=target, dtype=torch.float64)
+    return target, drafter
+
+
+def test_subset_logits_equal_the_full_projection_and_minus_inf_elsewhere(tiny_llama_dir):
+    target, drafter = tiny_drafter(tiny_llama_dir)
+    ids = prompt(0)
+    full = drafter.draft_logits(drafter.new_cache(), ids)
+    subset = torch.tensor([50, 3, 17, 3, 90])  # unsorted, with a duplicate
+    drafter.set_draft_vocab(subset)
+    assert drafter.draft_vocab.tolist() == [3, 17, 50, 90] and drafter.config.draft_vocab_size == 4
+    got = drafter.draft_logits(drafter.new_cache(), ids)
+    keep = torch.zeros(full.shape[-1], dtype=torch.bool)
+    keep[[3, 17, 50, 90]] = True
+    torch.testing.assert_close(got[..., keep], full[..., keep], rtol=1e-12, atol=1e-12)
+    assert torch.isneginf(got[..., ~keep]).all()
+    drafter.set_draft_vocab(None)
+    torch.testing.assert_close(drafter.draft_logits(drafter.new_cache(), ids), full)
+    with pytest.raises(Exception, match="within"):
+        drafter.set_draft_vocab(torch.tensor([97]))
+
+
+def test_greedy_output_is_identical_with_a_drafting_vocabulary(tiny_llama_dir):
+    target, drafter = tiny_drafter(tiny_llama_dir)
+    reference, _ = run(speculative_decode, target, DrafterSource(drafter, SamplingConfig()), prompt(1), max_new=30)
+    drafter.set_draft_vocab(torch.arange(0, 97, 2))  # half the vocabulary: the target writes the other half too
+    out, stats = run(speculative_decode, target, DrafterSource(drafter, SamplingConfig()), prompt(1), max_new=30)
+    assert out == reference and any(t % 2 for t in out)
+
+
+def test_sampling_with_a_drafting_vocabulary_preserves_the_target_distribution(tmp_path):
+    d = save_tiny_model(tmp_path, "llama", seed=1, vocab_size=12, hidden_size=16, intermediate_size=32,
+                        num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1)
+    target = load_decoder(d, dtype=torch.float64)
+    with torch.no_grad():
+        target.lm_head.weight.mul_(0.15)
+    drafter = Drafter.from_base(d, [0], 4, 11, "", target=target, dtype=torch.float64)
+    drafter.set_draft_vocab(torch.tensor([0, 2, 4, 5, 7]))  # q = 0 on 7 of the 12 tokens
+    temp, n_runs = 1.3, 1500
+    p = torch.tensor([[1, 2, 3]])
+    p1, p2 = exact_marginals(target, p, temp)
+    counts1, counts2 = torch.zeros(12), torch.zeros(12)
+    for seed in range(n_runs):
+        cfg = GenerationConfig(max_new_tokens=3, sampling=SamplingConfig(temperature=temp), seed=seed)
+        source = DrafterSource(drafter, cfg.sampling, torch.Generator().manual_seed(10_000 + seed))
+        out, _ = run(speculative_decode, target, source, p, cfg=cfg)
+        counts1[out[0]] += 1
+        counts2[out[1]] += 1
+    assert chisquare(counts1.numpy(), (p1 * n_runs).numpy()).pvalue > 1e-3
+    assert chisquare(counts2.numpy(), (p2 * n_runs).numpy()).pvalue > 1e-3
+
+
+def test_frequent_tokens_rank_by_count_then_id():
+    counts = Counter({5: 3, 9: 3, 2: 1, 7: 10})
+    assert frequent_tokens(counts, 2) == [5, 7] and frequent_tokens(counts, 3, always=[0]) == [0, 5, 7, 9]
+
+
+def test_cli_writes_a_copy_whose_async_and_sync_output_is_identical(tiny_chat_model_dir, tmp_path, capsys):
+    target = load_target(str(tiny_chat_model_dir), "cpu", torch.float32)
+    src = tmp_path / "drafter"
+    Drafter.from_base(tiny_chat_model_dir, [0, 1], 4, 3, "", target=target.model).save_pretrained(src, torch.bfloat16)
+    data = tmp_path / "data.jsonl"
+    rows = [{"id": str(i), "prompt_ids": [5, 6], "response_ids": [10 + i % 7, 20, 21, 22, 10 + i % 3]} for i in range(20)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "small"
+    code = main(["draft-vocab", "--drafter", str(src), "--data", str(data), "--size", "5", "--out", str(out),
+                 "--target", str(tiny_chat_model_dir)])
+    assert code == 0 and "5-token" not in capsys.readouterr().err
+    weights = load_file(str(out / WEIGHTS_NAME))
+    ids = weights.pop(DRAFT_VOCAB_KEY).tolist()
+    assert {20, 21, 22, 10} <= set(ids) and len(ids) <= 5 + 2  # the 5 most frequent, plus end-of-sequence ids
+    assert weights.keys() == load_file(str(src / WEIGHTS_NAME)).keys()  # the body is copied as it was
+    config = json.loads((out / "drafter_config.json").read_text())["drafter"]
+    assert config["draft_vocab_size"] == len(ids) and config["draft_vocab"]["coverage"] > 0.7
+    pipe = Pipeline(target, str(out), async_config=None)
+    assert pipe.drafter.drafter.draft_vocab.tolist() == ids
+    cfg = GenerationConfig(max_new_tokens=20)
+    for text in ("w10 w11 w12 w10 w11", "w20 w30"):
+        ids_in = target.encode_chat(text)
+        plain, _ = pipe.generate(ids_in, "ar", cfg)
+        assert pipe.generate(ids_in, "sync", cfg)[0] == plain
+        assert pipe.generate(ids_in, "async", cfg)[0] == plain
+    pipe.close()
+    assert main(["draft-vocab", "--drafter", str(src), "--data", str(data), "--out", str(src),
+                 "--target", str(tiny_chat_model_dir)]) == 2
