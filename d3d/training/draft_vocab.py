@@ -7,7 +7,9 @@ propose to the N tokens the target writes most often in the training data cuts t
 coverage, reported). Decoding stays lossless: the target verifies every token (`Drafter.set_draft_vocab`).
 
 The vocabulary is counted over the response tokens of `d3d data` files (what the target itself
-wrote), plus the target's end-of-sequence ids; ties are broken by the lower id. The result is a
+wrote), plus the target's end-of-sequence ids; ties are broken by the lower id. When the data
+holds fewer distinct tokens than asked for, the rest are the lowest ids not seen (BPE vocabularies
+are roughly ordered by merge frequency, so low ids are common tokens). The result is a
 copy of the drafter whose weights file also holds the sorted ids (`draft_vocab_ids`).
 
     d3d draft-vocab --drafter runs/prune/drafter --data data/smollm2/train.jsonl --size 8192 --out shipped/
@@ -40,12 +42,17 @@ def response_token_counts(paths: Sequence[str], vocab_size: int) -> Counter:
     return counts
 
 
-def frequent_tokens(counts: Counter, size: int, always: Sequence[int] = ()) -> list[int]:
-    """The `size` most frequent tokens (ties: lower id first), plus `always`, sorted."""
+def frequent_tokens(counts: Counter, size: int, always: Sequence[int] = (), vocab_size: int = 0) -> list[int]:
+    """The `size` most frequent tokens (ties: lower id first), filled up to `size` with the lowest
+    unseen ids below `vocab_size`, plus `always`; sorted."""
     if size < 1:
         raise D3DError(f"draft vocabulary size must be at least 1, got {size}")
-    ranked = sorted(counts, key=lambda t: (-counts[t], t))[:size]
-    return sorted(set(ranked) | set(always))
+    chosen = set(sorted(counts, key=lambda t: (-counts[t], t))[:size])
+    for token in range(vocab_size):
+        if len(chosen) >= size:
+            break
+        chosen.add(token)
+    return sorted(chosen | set(always))
 
 
 def write_draft_vocab(
@@ -57,7 +64,7 @@ def write_draft_vocab(
     if out.resolve() == drafter.resolve():
         raise D3DError("--out must differ from --drafter (the input drafter is never modified)")
     counts = response_token_counts(data, config.vocab_size)
-    ids = frequent_tokens(counts, size, always)
+    ids = frequent_tokens(counts, size, always, config.vocab_size)
     covered = sum(counts[t] for t in ids) / sum(counts.values())
     weights = load_file(str(drafter / WEIGHTS_NAME))
     weights[DRAFT_VOCAB_KEY] = torch.tensor(ids, dtype=torch.long)

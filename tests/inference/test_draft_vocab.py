@@ -83,6 +83,7 @@ def test_sampling_with_a_drafting_vocabulary_preserves_the_target_distribution(t
 def test_frequent_tokens_rank_by_count_then_id():
     counts = Counter({5: 3, 9: 3, 2: 1, 7: 10})
     assert frequent_tokens(counts, 2) == [5, 7] and frequent_tokens(counts, 3, always=[0]) == [0, 5, 7, 9]
+    assert frequent_tokens(counts, 6, vocab_size=100) == [0, 1, 2, 5, 7, 9]  # filled with the lowest unseen ids
 
 
 def test_cli_writes_a_copy_whose_async_and_sync_output_is_identical(tiny_chat_model_dir, tmp_path, capsys):
