@@ -15,7 +15,7 @@ regeneration continues where it stopped and a finished one only re-renders. The 
 table as printed, the command that reproduces it, and the JSON summary; plots go to `docs/img/`.
 
     from d3d.evaluation.results import ResultsConfig, make_results
-    make_results(ResultsConfig(limit=40))
+    make_results(ResultsConfig(sweep_limit=5))
 """
 
 from __future__ import annotations
@@ -54,8 +54,9 @@ class ResultsConfig:
     target: str | None = None  # target model (None: the embedded SmolLM2-135M-Instruct)
     ar_drafter: str = "runs/smollm2-ar/drafter"  # AR-drafter baseline (recipes/smollm2-ar.yaml)
     prune_log: str = "runs/smollm2-prune/log.jsonl"  # `d3d prune` log for the pruning curve
-    limit: int = 40  # prompts per suite for Table 1
-    sweep_limit: int = 10  # HumanEval prompts for the budget sweep
+    limit: int | None = None  # prompts per suite for Table 1 (None: `suite_limits`)
+    suite_limits: dict = field(default_factory=lambda: {"humaneval": 40, "mixed": 20})  # default 40 otherwise
+    sweep_limit: int = 5  # HumanEval prompts for the budget sweep
     coverages: tuple[int, ...] = (2, 4, 8, 12)
     fanouts: tuple[int, ...] = (1, 2, 3)
     max_new_tokens: int = 128
@@ -81,7 +82,8 @@ def suite_name(suite: str) -> str:
 
 def table_bench(cfg: ResultsConfig, suite: str) -> tuple[BenchConfig, dict, str]:
     bench = BenchConfig(
-        suite=suite, limit=cfg.limit, modes=TABLE_MODES, max_new_tokens=cfg.max_new_tokens, drafter=cfg.drafter,
+        suite=suite, limit=cfg.limit or cfg.suite_limits.get(suite_name(suite), 40), modes=TABLE_MODES,
+        max_new_tokens=cfg.max_new_tokens, drafter=cfg.drafter,
         target=cfg.target,
         ar_drafter=cfg.ar_drafter, out=str(Path(cfg.runs_dir) / f"table_{suite_name(suite)}.jsonl"),
         timeline=str(Path(cfg.images) / "timeline.json") if suite == cfg.suites[0] else None,
@@ -286,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--drafter", default=None, help="D3D drafter (default: the shipped one)")
     parser.add_argument("--ar-drafter", default=ResultsConfig.ar_drafter, help="AR-drafter baseline directory")
     parser.add_argument("--prune-log", default=ResultsConfig.prune_log, help="d3d prune log for the pruning curve")
-    parser.add_argument("--limit", type=int, default=ResultsConfig.limit, help="prompts per suite in Table 1")
+    parser.add_argument("--limit", type=int, default=None, help="prompts per suite in Table 1 (default: 40 HumanEval, 20 mixed)")
     parser.add_argument("--sweep-limit", type=int, default=ResultsConfig.sweep_limit, help="prompts in the sweep (0 = skip)")
     parser.add_argument("--max-new-tokens", type=int, default=ResultsConfig.max_new_tokens)
     parser.add_argument("--page", default=ResultsConfig.page, help="markdown file to write")
