@@ -520,6 +520,7 @@ class JsonlLog:
 
     def __init__(self, path: Path, enabled: bool) -> None:
         self.path, self.enabled = path, enabled
+        self.kept: list[dict] = []  # the records a resumed run keeps (set by `start`)
 
     def start(self, resume_step: int | None) -> None:
         if not self.enabled:
@@ -532,7 +533,7 @@ class JsonlLog:
 
     def last(self, kind: str) -> dict | None:
         """The last record of `kind` kept by `start` (a resumed run's history)."""
-        return next((r for r in reversed(getattr(self, "kept", [])) if r.get("kind") == kind), None)
+        return next((r for r in reversed(self.kept) if r.get("kind") == kind), None)
 
     def write(self, record: dict) -> None:
         if self.enabled:
