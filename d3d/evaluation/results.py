@@ -65,7 +65,6 @@ class ResultsConfig:
     runs_dir: str = "runs/results"  # resumable benchmark results
     page: str = "docs/results.md"
     images: str = "docs/img"
-    extra: list[str] = field(default_factory=list)  # free-form notes appended to the page
 
 
 def _bench(cfg: BenchConfig) -> tuple[dict, str]:
@@ -254,7 +253,6 @@ def render(cfg: ResultsConfig, tables: dict, sweep: tuple | None, stages: list[d
             lines.append(f"| {s['stage']} | {s['layers']} | {removed} | {before} | {s['tau_layer_dev']:.3f} | "
                          f"{s['tau_select']:.3f} | {s['speedup']:.2f}x |")
         lines.append("")
-    lines += [*cfg.extra]
     return "\n".join(lines).rstrip() + "\n"
 
 

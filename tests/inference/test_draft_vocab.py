@@ -16,7 +16,6 @@ from d3d.inference.drafting import DrafterSource
 from d3d.inference.engine import GenerationConfig, speculative_decode
 from d3d.inference.pipeline import Pipeline, load_target
 from d3d.inference.sampling import SamplingConfig
-from d3d.models.attention import Rows
 from d3d.models.decoder import load_decoder
 from d3d.models.drafter import DRAFT_VOCAB_KEY, WEIGHTS_NAME, Drafter
 from d3d.training.draft_vocab import frequent_tokens
