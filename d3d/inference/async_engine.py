@@ -302,8 +302,8 @@ def _rounds(
         stats.verify_s += t2 - t1
         stats.timeline.append({"kind": "verify", "round": rnd, "start": t1, "end": t2, "rows": block.shape[1],
                                "accepted": accepted, "source": source if draft else "none"})
-        stats.record_round(len(tokens))
         kept = stop.accept(tokens)
+        stats.record_round(len(kept))  # tau counts only what the output keeps
         committed.extend(kept)
         stats.new_tokens += len(kept)
         if stop.reason is None:

@@ -93,8 +93,10 @@ def _fill_stats(stats: DecodeStats, stop: StopChecker, chunks: list[list[int]], 
                 total_s: float, drafted: bool) -> None:
     stats.new_tokens = len(stop.tokens)
     stats.stop_reason = stop.reason
+    kept = len(stop.tokens) - len(chunks[0]) if chunks else 0  # tau counts only what the output keeps
     for chunk in chunks[1:]:  # the first forward call is the prefill
-        stats.record_round(len(chunk))
+        stats.record_round(max(min(len(chunk), kept), 0))
+        kept -= len(chunk)
     stats.rounds = max(len(timer.durations) - 1, 0)  # forward calls, the authority on rounds
     stats.prefill_s = timer.durations[0] if timer.durations else 0.0
     stats.verify_s = sum(timer.durations[1:])

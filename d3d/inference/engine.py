@@ -59,7 +59,7 @@ class DecodeStats:
     prompt_tokens: int = 0  # tokens in the prompt
     new_tokens: int = 0  # tokens generated (after stop truncation)
     rounds: int = 0  # verification passes (speculative) or decode steps (ar)
-    round_tokens: int = 0  # tokens appended by those rounds (the prefill's token excluded)
+    round_tokens: int = 0  # tokens those rounds added to the output (the prefill's token and stop-truncated ones excluded)
     accept_hist: list[int] = field(default_factory=list)  # [k] = rounds that appended k tokens
     prefill_s: float = 0.0  # target prefill (+ first token)
     draft_s: float = 0.0  # total drafting time
@@ -224,8 +224,8 @@ def speculative_decode(
         cache.crop(anchor_pos + 1 + accepted)
         stats.draft_s += t2 - t1
         stats.verify_s += now(dev) - t2
-        stats.record_round(len(tokens))
         kept = stop.accept(tokens)
+        stats.record_round(len(kept))  # tau counts only what the output keeps
         committed.extend(kept)
         stats.new_tokens += len(kept)
         yield kept

@@ -135,13 +135,15 @@ def test_hit_accounting_matches_a_scripted_drafter(target, kind, scenario, budge
         assert stats.hits == 0
 
 
-def test_eos_stops_at_the_same_token(target):
+@pytest.mark.parametrize("eos_at", [6, 11])  # 6: inside a block (tokens dropped), 11: at a block's end
+def test_eos_stops_at_the_same_token(target, eos_at):
     ref = greedy(target, prompt(5), max_new=30)
-    eos = ref[11]
+    eos = ref[eos_at]
     want = ref[: ref.index(eos) + 1]
     oracle = ScriptedDrafter(prompt(5)[0].tolist() + ref, 4, 97)
     got, stats = run_async(target, InlineBackend(SuccessorDrafter(oracle)), prompt(5), Budget(2, 1), max_new=30, eos=[eos])
     assert got == want and stats.stop_reason == "eos"
+    assert stats.round_tokens == len(got) - 1  # the tokens after the eos in its block are not counted
 
 
 def exact_marginals(target, prompt: torch.Tensor, sampling: SamplingConfig, depth: int) -> list[torch.Tensor]:

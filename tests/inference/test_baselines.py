@@ -53,11 +53,13 @@ def test_eos_and_stop_string_cut_where_native_does(pipe, prompt_lookup, monkeypa
     want, want_stats = pipe.generate(ids, "ar", cfg)
     got, stats = hf_generate(pipe.target, ids, cfg, prompt_lookup)
     assert got == want and got[-1] == cut and stats.stop_reason == want_stats.stop_reason == "eos"
+    assert stats.round_tokens == len(got) - 1  # prompt lookup's tokens after the eos are not counted
     monkeypatch.undo()
     cfg = GenerationConfig(max_new_tokens=40, stop_strings=(pipe.target.decode([cut]),))
     want, want_stats = pipe.generate(ids, "ar", cfg)
     got, stats = hf_generate(pipe.target, ids, cfg, prompt_lookup)
     assert got == want and stats.stop_reason == want_stats.stop_reason == "stop_string"
+    assert stats.round_tokens == len(got) - 1
 
 
 def test_sampling_is_seeded(pipe):
@@ -72,3 +74,15 @@ def test_prompt_longer_than_context_is_a_d3d_error(pipe):
     ids = torch.full((1, 600), 10)
     with pytest.raises(D3DError, match="context"):
         hf_generate(pipe.target, ids, GenerationConfig(max_new_tokens=4))
+
+
+def test_tau_counts_only_the_tokens_kept_after_a_stop(pipe):
+    """Prompt lookup appends a run of repeats in one round; a stop string inside the run drops the
+    round's later tokens, and tau must not count them."""
+    ids = pipe.target.encode_chat(PROMPTS[1])
+    reference, _ = pipe.generate(ids, "ar", GenerationConfig(max_new_tokens=40))
+    cfg = GenerationConfig(max_new_tokens=40, stop_strings=(pipe.target.decode([reference[2]] * 5),))
+    want, _ = pipe.generate(ids, "ar", cfg)
+    got, stats = hf_generate(pipe.target, ids, cfg, 10)
+    assert got == want and stats.stop_reason == "stop_string" and stats.rounds < len(got) - 1
+    assert stats.round_tokens == len(got) - 1

@@ -80,6 +80,8 @@ def test_eos_and_max_tokens_stop_identically(tiny_llama_dir):
     got_sp, s_sp = run(speculative_decode, target, oracle, prompt(5), max_new=30, eos=[eos])
     assert got_ar == got_sp == ref[: first + 1]
     assert s_ar.stop_reason == s_sp.stop_reason == "eos"
+    # tau counts only kept tokens: the eos lands inside an oracle block, the rest of which is dropped
+    assert s_sp.round_tokens == s_ar.round_tokens == len(got_sp) - 1
     got, s = run(speculative_decode, target, oracle, prompt(5), max_new=13)
     assert got == ref[:13] and s.stop_reason == "max_new_tokens"
 
