@@ -66,6 +66,7 @@ class DecodeStats:
     verify_s: float = 0.0  # total verification (or decode step) time
     total_s: float = 0.0  # whole generation
     stop_reason: str | None = None  # "eos", "stop_string", "max_new_tokens" or "context"
+    block_size_override: str | None = None  # set when --block-size changed a trained drafter's B (pipeline)
 
     @property
     def tau(self) -> float:
@@ -94,7 +95,7 @@ class DecodeStats:
             "prefill_s": round(self.prefill_s, 4), "mean_draft_s": round(self.mean_draft_s, 5),
             "mean_verify_s": round(self.mean_verify_s, 5), "total_s": round(self.total_s, 4),
             "tokens_per_s": round(self.new_tokens / self.total_s, 3) if self.total_s else 0.0,
-            "stop_reason": self.stop_reason,
+            "stop_reason": self.stop_reason, "block_size_override": self.block_size_override,
         }
 
 

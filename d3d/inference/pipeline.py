@@ -15,6 +15,7 @@ This module knows nothing about benchmarks or the command line.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property, partial
@@ -134,6 +135,7 @@ def load_target(
 class DrafterChoice:
     drafter: Drafter
     description: str  # one line for the user: where it came from, trained or not
+    block_size_override: str | None = None  # "trained with B=16, running with B=8" when --block-size changed it
 
     @property
     def trained(self) -> bool:
@@ -173,9 +175,13 @@ def load_drafter(target: Target, spec: str | None = None, block_size: int | None
         )
         desc = (f"UNTRAINED drafter from the target's first {len(layers)} layers (no trained drafter ships "
                 f"for this target yet): expect tau near 1")
+    override = None
+    if block_size is not None and path is not None and block_size != drafter.config.block_size:
+        override = f"trained with B={drafter.config.block_size}, running with B={block_size}"
+        desc += f"; block size overridden ({override}): expect a different tau than trained"
     if block_size is not None:
         drafter.config.block_size = block_size
-    return DrafterChoice(drafter, desc)
+    return DrafterChoice(drafter, desc, override)
 
 
 class Pipeline:
@@ -200,7 +206,10 @@ class Pipeline:
 
     @cached_property
     def drafter(self) -> DrafterChoice:
-        return load_drafter(self.target, self.drafter_spec, self.block_size)
+        choice = load_drafter(self.target, self.drafter_spec, self.block_size)
+        if choice.block_size_override:
+            print(f"[d3d] warning: --block-size overrides the drafter's ({choice.block_size_override})", file=sys.stderr)
+        return choice
 
     @cached_property
     def ar_drafter(self) -> DrafterChoice:
@@ -241,6 +250,8 @@ class Pipeline:
             return self._transformers_ar(prompt_ids, cfg, stats)
         if mode == "ar":
             return autoregressive_decode(self.target.model, prompt_ids, cfg, stop, stats)
+        if mode in ("sync", "async"):
+            stats.block_size_override = self.drafter.block_size_override
         if mode == "sync":
             source = DrafterSource(self.drafter.drafter, cfg.sampling, sampling_generator(cfg, self.target.device, offset=1))
             return speculative_decode(self.target.native("speculative decoding"), source, prompt_ids, cfg, stop, stats)

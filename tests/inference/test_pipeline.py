@@ -10,6 +10,7 @@ from d3d.cli import EXIT_BAD_INPUT, main
 from d3d.errors import D3DError
 from d3d.inference.engine import GenerationConfig
 from d3d.inference.pipeline import Pipeline, load_drafter, load_target
+from d3d.models import hub
 from d3d.models.drafter import Drafter
 from tests.conftest import save_tiny_model, save_tiny_tokenizer
 
@@ -65,3 +66,17 @@ def test_unsupported_architecture_runs_ar_through_transformers_only(tmp_path, ca
     code = main(["generate", "--prompt", "w9", "--target", str(d), "--mode", "sync"])
     err = capsys.readouterr().err
     assert code == EXIT_BAD_INPUT and "needs the native runtime" in err and "gpt2" in err
+
+
+def test_block_size_override_of_a_saved_drafter_warns_and_is_recorded(tiny_chat_model_dir, tmp_path, capsys):
+    target = load_target(str(tiny_chat_model_dir))
+    fingerprint = hub.tokenizer_fingerprint(target.tokenizer)
+    Drafter.from_base(tiny_chat_model_dir, [0], 8, 4, fingerprint, target=target.model).save_pretrained(tmp_path / "d")
+    same = Pipeline(target, str(tmp_path / "d"), block_size=8)
+    _, stats = same.generate(target.encode_chat("w9"), "sync", GenerationConfig(max_new_tokens=6))
+    assert stats.block_size_override is None and "warning" not in capsys.readouterr().err
+    pipe = Pipeline(target, str(tmp_path / "d"), block_size=4)
+    _, stats = pipe.generate(target.encode_chat("w9"), "sync", GenerationConfig(max_new_tokens=6))
+    assert "--block-size overrides" in capsys.readouterr().err and pipe.drafter.drafter.block_size == 4
+    assert stats.as_dict()["block_size_override"] == "trained with B=8, running with B=4"
+    assert "overridden" in pipe.drafter.description
