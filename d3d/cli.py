@@ -9,6 +9,7 @@
     d3d plot runs/drafter/log.jsonl --out curve.png
     d3d prune --drafter runs/drafter/drafter --select-dev dev2.jsonl --min-layers 2
     d3d draft-vocab --drafter runs/prune/drafter --data data/train.jsonl --size 8192 --out runs/shipped
+    d3d eval-drafter --drafter runs/drafter/drafter --data data/dev.jsonl --save
 
 Subcommands parse flags and call typed functions by keyword; nothing here decodes or measures.
 A `D3DError` (bad input) becomes one line on stderr and exit status 2; Ctrl-C exits with 130.
@@ -22,6 +23,7 @@ import sys
 from collections.abc import Callable, Iterable
 
 from d3d.errors import D3DError
+from d3d.evaluation.eval_drafter import add_eval_drafter_parser
 from d3d.training.data_cli import add_data_parser
 from d3d.training.prune_cli import add_prune_parser
 from d3d.training.train_cli import add_plot_parser, add_train_parser
@@ -119,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_parser(sub)
     add_plot_parser(sub)
     add_prune_parser(sub)
+    add_eval_drafter_parser(sub)
 
     vocab = sub.add_parser("draft-vocab", help="copy a drafter with a frequency-ranked drafting vocabulary (faster drafting)")
     vocab.add_argument("--drafter", required=True, help="drafter directory")

@@ -3,7 +3,11 @@
 A drafter is a `DecoderModel` keeping a subset of a pretrained causal LM's layers. It reads only
 token ids (never the target's hidden states). One pass takes the committed tokens it has not yet
 cached as clean rows plus one block `[anchor, M, ..., M]`, caches only the clean rows, and returns
-logits for the B-1 masked positions (position j predicts the token at anchor_pos + j).
+logits for the B-1 drafted tokens at anchor_pos + 1 .. anchor_pos + B-1. Which block row predicts
+drafted token j is the drafter's label convention (`DrafterConfig.labels`): row j under
+"same-position" (DFlash's and the D3D paper's convention), row j-1 under "next-token" (the anchor
+row predicts the first drafted token, as a pretrained LM head does; the last mask row is context
+only). Training (`d3d.training.packing`) and every inference path read the convention from here.
 
 On disk (`save_pretrained`): `drafter_config.json` (this module's `DrafterConfig` plus the base
 model's transformers config) and `model.safetensors` with the drafter's own weights. When the
@@ -34,6 +38,7 @@ WEIGHTS_NAME = "model.safetensors"
 FORMAT_VERSION = 1
 SHARED_KEYS = ("model.embed_tokens.weight", "lm_head.weight")
 DRAFT_VOCAB_KEY = "draft_vocab_ids"  # optional int64 tensor in the weights file: the drafting vocabulary
+LABEL_CONVENTIONS = ("same-position", "next-token")  # which block row predicts drafted token j: row j, or row j-1
 
 
 @dataclass
@@ -53,6 +58,7 @@ class DrafterConfig:
     pruning: dict = field(default_factory=dict)  # stages and choice written by `d3d prune`
     draft_vocab_size: int = 0  # tokens the drafter may propose (0 = the whole vocabulary); see set_draft_vocab
     draft_vocab: dict = field(default_factory=dict)  # how the drafting vocabulary was chosen (`d3d draft-vocab`)
+    labels: str = "same-position"  # label convention (LABEL_CONVENTIONS); drafters saved before it existed are same-position
     format_version: int = FORMAT_VERSION
 
     def recorded_tau(self) -> float | None:
@@ -72,6 +78,8 @@ class DrafterConfig:
             raise D3DError("a drafter needs at least one layer")
         if self.objective not in ("diffusion", "ar"):
             raise D3DError(f"unknown drafter objective '{self.objective}' (diffusion or ar)")
+        if self.labels not in LABEL_CONVENTIONS:
+            raise D3DError(f"unknown label convention '{self.labels}' ({' or '.join(LABEL_CONVENTIONS)})")
 
 
 class Drafter(torch.nn.Module):
@@ -109,6 +117,7 @@ class Drafter(torch.nn.Module):
         base_name: str | None = None,
         dtype: torch.dtype = torch.float32,
         device: str | torch.device = "cpu",
+        labels: str = "same-position",
     ) -> Drafter:
         """Initialise from a pretrained causal LM, keeping `layers`; share the target's embeddings if given."""
         cfg = AutoConfig.from_pretrained(base_dir)
@@ -119,7 +128,7 @@ class Drafter(torch.nn.Module):
         config = DrafterConfig(
             base_model=base_name or str(base_dir), layers=list(layers), block_size=block_size,
             mask_token_id=mask_token_id, shared_embeddings=target is not None,
-            vocab_size=body.spec.vocab_size, tokenizer_fingerprint=tokenizer_fingerprint,
+            vocab_size=body.spec.vocab_size, tokenizer_fingerprint=tokenizer_fingerprint, labels=labels,
         )
         drafter = cls(body, config)
         if target is not None:
@@ -225,14 +234,30 @@ class Drafter(torch.nn.Module):
         positions < anchor_pos[i] (cached or fed in this pass) and its own rows, nothing else, so
         one pass drafts any set of blocks whose prefixes are prefixes of the clean sequence: the
         one block of synchronous drafting, or every successor branch of asynchronous drafting.
-        Only the masked rows go through the LM head.
+        Only the B-1 predicting rows of each block go through the LM head.
         """
+        return self.project(self.block_hidden(cache, clean, anchors, anchor_pos))
+
+    def block_hidden(self, cache: KVCache, clean: Tensor, anchors: Tensor, anchor_pos: Tensor) -> Tensor:
+        """Final hidden states [k, B-1, hidden] of the rows predicting drafted tokens 1..B-1 (see `block_logits`)."""
         k, bs = anchors.shape[0], self.block_size
         blocks = torch.full((1, k, bs), self.config.mask_token_id, dtype=clean.dtype, device=clean.device)
         blocks[0, :, 0] = anchors
         rows = Rows.with_blocks(Rows.clean(clean, cache.length), blocks, anchor_pos.view(1, k))
         hidden = self.model.hidden_states(rows, cache)[0, rows.num_clean :]  # [k*B, hidden]
-        return self.project(hidden.view(k, bs, -1)[:, 1:])
+        return predicting_rows(hidden.view(k, bs, -1), self.config.labels)
+
+
+def label_offset(labels: str) -> int:
+    """Block row j predicts drafted token j + offset: 0 for same-position labels, 1 for next-token."""
+    if labels not in LABEL_CONVENTIONS:
+        raise D3DError(f"unknown label convention '{labels}' ({' or '.join(LABEL_CONVENTIONS)})")
+    return LABEL_CONVENTIONS.index(labels)
+
+
+def predicting_rows(block: Tensor, labels: str) -> Tensor:
+    """The B-1 rows [..., B-1, h] of blocks [..., B, h] that predict drafted tokens 1..B-1, in order."""
+    return block[..., 1:, :] if label_offset(labels) == 0 else block[..., :-1, :]
 
 
 def load_drafter_body(

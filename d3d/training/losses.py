@@ -2,6 +2,9 @@
 
     L_diff = sum_k sum_j w_j l_{k,j} / sum_k sum_j w_j     over supervised block rows of one response
     w_j    = exp(-(j - 1) / gamma),  j = 1..B-1             (gamma = 7 at B = 16; default 7 * B / 16)
+
+j is the drafted token a row predicts: block row j under same-position labels, row j-1 under
+next-token labels (`d3d.models.drafter.label_offset`), so the weights follow the convention.
     L_AR   = mean next-token cross-entropy over the response tokens of the clean rows
 
 Two variants share the same code. An AR drafter (classic speculative decoding's draft model) sets
@@ -23,6 +26,12 @@ The vocabulary projection runs in chunks of `chunk_rows` supervised rows, each u
 one chunk's logits at a time, so [rows, vocab] is never held for the whole packed sequence.
 Only supervised rows are projected at all (anchor rows, padding and rows past a response are not).
 
+With a drafting vocabulary (`VocabSubset`, the tokens `d3d draft-vocab` lets the drafter propose),
+the projection and the softmax run over those rows of the LM head only: the drafter is trained for
+exactly what it may propose, and on a small target the projection shrinks by vocab / subset (most
+of the step's work). A label outside the subset cannot be drafted at all: it is dropped, and
+counted (`LossParts.dropped`).
+
 This module knows the packed batch layout and a `DecoderModel`; it knows nothing of optimisers,
 data files or devices.
 
@@ -40,6 +49,7 @@ from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
 from d3d.models.decoder import DecoderModel
+from d3d.models.drafter import label_offset
 from d3d.training.packing import IGNORE, PackedBatch
 
 GAMMA_AT_16 = 7.0  # the paper's decay at B = 16 (from DFlash); scaled linearly with B
@@ -53,6 +63,7 @@ class LossConfig:
     chunk_rows: int = 256  # rows per chunk of the vocabulary projection
     diffusion_weight: float = 1.0  # weight of L_diff; 0 = an AR drafter (L_diff computed detached, for logging)
     kd_delta: float = 0.01  # margin delta of the adjusted teacher (distillation only)
+    labels: str = "same-position"  # label convention of the block rows (sets which row gets which weight)
 
     @property
     def decay(self) -> float:
@@ -63,12 +74,38 @@ def default_gamma(block_size: int) -> float:
     return GAMMA_AT_16 * block_size / 16
 
 
-def position_weights(block_size: int, gamma: float) -> Tensor:
-    """[B] weight per block row: 0 for the anchor (row 0), exp(-(j-1)/gamma) for row j >= 1."""
-    j = torch.arange(block_size, dtype=torch.float64)
+def position_weights(block_size: int, gamma: float, labels: str = "same-position") -> Tensor:
+    """[B] weight per block row: exp(-(j-1)/gamma) for the row predicting drafted token j = 1..B-1, else 0.
+
+    Same-position labels: row j predicts token j (the anchor row has weight 0); next-token labels:
+    row j predicts token j+1 (the last row has weight 0).
+    """
+    j = torch.arange(block_size, dtype=torch.float64) + label_offset(labels)
     w = torch.exp(-(j - 1) / gamma)
-    w[0] = 0.0
+    w[(j < 1) | (j > block_size - 1)] = 0.0
     return w
+
+
+@dataclass
+class VocabSubset:
+    """The drafting vocabulary the loss projects onto (`Drafter.set_draft_vocab`'s ids)."""
+
+    ids: Tensor  # [n] sorted token ids the drafter may propose
+    index: Tensor  # [vocab] position of each token in `ids`, -1 for tokens outside
+
+    @classmethod
+    def from_ids(cls, ids: Tensor, vocab_size: int) -> VocabSubset:
+        ids = torch.unique(torch.as_tensor(ids, dtype=torch.long).flatten())
+        index = torch.full((vocab_size,), -1, dtype=torch.long)
+        index[ids] = torch.arange(ids.numel())
+        return cls(ids, index)
+
+    def remap(self, labels: Tensor) -> tuple[Tensor, Tensor]:
+        """Labels [...] as positions in the subset; (remapped, number dropped). IGNORE stays IGNORE."""
+        supervised = labels != IGNORE
+        mapped = self.index[labels.clamp_min(0)]
+        dropped = supervised & (mapped < 0)
+        return torch.where(supervised & ~dropped, mapped, IGNORE), dropped.sum()
 
 
 @dataclass
@@ -82,46 +119,55 @@ class LossParts:
     ar_rows: Tensor  # response tokens with an AR loss (int)
     rows: Tensor  # real (unpadded) query rows of the pass (int)
     kl: Tensor | None = None  # L_KL against the teacher (distillation only)
+    dropped: Tensor | None = None  # labels outside the drafting vocabulary, not trained (int; with a VocabSubset)
 
     def as_dict(self) -> dict[str, Tensor]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
 def drafter_losses(
-    model: DecoderModel, batch: PackedBatch, cfg: LossConfig, teacher: DecoderModel | None = None
+    model: DecoderModel, batch: PackedBatch, cfg: LossConfig, teacher: DecoderModel | None = None,
+    vocab: VocabSubset | None = None,
 ) -> LossParts:
     """Every loss part for one packed micro-batch; only the final hidden states are kept whole.
 
-    With a `teacher` (a frozen drafter of the same vocabulary), L_KL is added to the total.
+    With a `teacher` (a frozen drafter of the same vocabulary), L_KL is added to the total. With
+    `vocab`, every projection runs over the drafting vocabulary only (labels outside it dropped).
     """
     rows = batch.rows()
     hidden = model.hidden_states(rows)  # [b, n, hidden]
     num_clean = batch.input_ids.shape[1]
     b, k, bs = batch.block_labels.shape
     loss_dtype = torch.promote_types(hidden.dtype, torch.float32)
-    weights = position_weights(bs, cfg.decay).to(hidden.device, loss_dtype).expand(b, k, bs).reshape(b, k * bs)
-    block_labels = batch.block_labels.reshape(b, k * bs)
+    weights = position_weights(bs, cfg.decay, cfg.labels).to(hidden.device, loss_dtype)
+    weights = weights.expand(b, k, bs).reshape(b, k * bs)
+    block_labels, ar_labels, dropped = batch.block_labels.reshape(b, k * bs), batch.ar_labels, None
+    head = model.lm_head.weight
+    if vocab is not None:
+        (block_labels, dropped_diff), (ar_labels, dropped_ar) = vocab.remap(block_labels), vocab.remap(ar_labels)
+        head, dropped = head[vocab.ids], dropped_diff + dropped_ar
     with torch.set_grad_enabled(torch.is_grad_enabled() and cfg.diffusion_weight != 0):
-        diff = weighted_example_mean(model, hidden[:, num_clean:], block_labels, weights, cfg.chunk_rows)
-    ar_weights = torch.ones_like(batch.ar_labels, dtype=loss_dtype)
+        diff = weighted_example_mean(head, hidden[:, num_clean:], block_labels, weights, cfg.chunk_rows)
+    ar_weights = torch.ones_like(ar_labels, dtype=loss_dtype)
     with torch.set_grad_enabled(torch.is_grad_enabled() and cfg.lambda_ar != 0):
-        ar = weighted_example_mean(model, hidden[:, :num_clean], batch.ar_labels, ar_weights, cfg.chunk_rows)
+        ar = weighted_example_mean(head, hidden[:, :num_clean], ar_labels, ar_weights, cfg.chunk_rows)
     terms = [w * t for w, t in ((cfg.diffusion_weight, diff), (cfg.lambda_ar, ar)) if w != 0]
     kl = None
     if teacher is not None:
         with torch.no_grad():
             teacher_hidden = teacher.hidden_states(rows)[:, num_clean:]
+        teacher_head = teacher.lm_head.weight if vocab is None else teacher.lm_head.weight[vocab.ids]
         kl = weighted_example_mean(
-            model, hidden[:, num_clean:], block_labels, weights, cfg.chunk_rows,
-            teacher=(teacher_hidden, teacher.lm_head.weight, cfg.kd_delta),
+            head, hidden[:, num_clean:], block_labels, weights, cfg.chunk_rows,
+            teacher=(teacher_hidden, teacher_head, cfg.kd_delta),
         )
         terms.append(kl)
     return LossParts(
         total=sum(terms[1:], terms[0]), diff=diff if cfg.diffusion_weight != 0 else diff.detach(),
         ar=ar.detach() if cfg.lambda_ar == 0 else ar,
-        diff_rows=(batch.block_labels != IGNORE).sum(), ar_rows=(batch.ar_labels != IGNORE).sum(),
+        diff_rows=(block_labels != IGNORE).sum(), ar_rows=(ar_labels != IGNORE).sum(),
         rows=batch.valid.sum() + (batch.block_labels != IGNORE).any(-1).sum() * bs,  # padding blocks have no label
-        kl=kl,
+        kl=kl, dropped=dropped,
     )
 
 
@@ -139,12 +185,13 @@ def adjusted_teacher(q0: Tensor, y: Tensor, delta: float) -> Tensor:
 
 
 def weighted_example_mean(
-    model: DecoderModel, hidden: Tensor, labels: Tensor, weights: Tensor, chunk_rows: int,
+    head: Tensor, hidden: Tensor, labels: Tensor, weights: Tensor, chunk_rows: int,
     teacher: tuple[Tensor, Tensor, float] | None = None,
 ) -> Tensor:
     """Mean over examples of sum(w * loss) / sum(w) over each example's labelled rows.
 
-    hidden: [b, n, h]; labels: [b, n] (IGNORE = no loss); weights: [b, n]. The per-row loss is the
+    head: [vocab, h] the LM head rows projected onto (labels index them); hidden: [b, n, h];
+    labels: [b, n] (IGNORE = no loss); weights: [b, n]. The per-row loss is the
     cross-entropy, or with `teacher` = (teacher hidden [b, n, h], its LM head, delta) the KL from
     the adjusted teacher.
     """
@@ -152,10 +199,10 @@ def weighted_example_mean(
     picked = labels != IGNORE  # [b, n]
     example = torch.arange(b, device=labels.device)[:, None].expand_as(labels)[picked]  # [m]
     if teacher is None:
-        losses = chunked_cross_entropy(hidden[picked], model.lm_head.weight, labels[picked], chunk_rows)  # [m]
+        losses = chunked_cross_entropy(hidden[picked], head, labels[picked], chunk_rows)  # [m]
     else:
         t_hidden, t_head, delta = teacher
-        losses = chunked_distillation(hidden[picked], model.lm_head.weight, t_hidden[picked], t_head, labels[picked],
+        losses = chunked_distillation(hidden[picked], head, t_hidden[picked], t_head, labels[picked],
                                       delta, chunk_rows)
     w = weights[picked].to(losses.dtype)
     num = torch.zeros(b, dtype=losses.dtype, device=losses.device).index_add(0, example, w * losses)

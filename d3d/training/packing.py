@@ -12,12 +12,16 @@ Index conventions. Code is 0-based, the paper 1-based. With P prompt and T respo
     anchors: a in 0..T-2, drawn without       the paper's 1 <= s < T with s = a + 1; the first
       replacement, sorted                     response token (the target's first output, the
                                               first anchor at inference) can be an anchor
-    block of anchor a                         rows j = 0..B-1 at positions P + a + j; row 0 is the
-                                              anchor r_a (no loss); row j >= 1 is labelled with
-                                              response[a + j] (same-position labels) while
-                                              a + j <= T - 1, i.e. the first min(B-1, T-1-a)
-                                              rows (the paper's b_k = min(B-1, T-s)); the rest
-                                              carry -100
+    block of anchor a                         rows j = 0..B-1 at positions P + a + j, row 0 the
+                                              anchor r_a. Same-position labels (the paper's and
+                                              DFlash's): row j >= 1 is labelled response[a + j];
+                                              next-token labels: row j <= B-2 is labelled
+                                              response[a + j + 1] (the anchor row predicts the
+                                              first drafted token, the last row has no label).
+                                              Either way drafted token i = 1..B-1 is supervised
+                                              while a + i <= T - 1, i.e. the first
+                                              min(B-1, T-1-a) of them (the paper's
+                                              b_k = min(B-1, T-s)); the other rows carry -100
     AR labels                                 clean row i is labelled ids[i + 1] whenever ids[i+1]
                                               is a response token: rows P-1 .. P+T-2, T labels
                                               (T-1 when the prompt is empty)
@@ -51,6 +55,7 @@ from torch.utils.data import Dataset, Sampler
 
 from d3d.errors import D3DError
 from d3d.models.attention import Rows
+from d3d.models.drafter import label_offset
 
 IGNORE = -100  # label of rows that carry no loss (torch's cross_entropy ignore_index)
 DATA_SUFFIXES = (".jsonl", ".parquet")  # files a data folder may hold
@@ -249,6 +254,7 @@ class PackingConfig:
     block_size: int = 16  # B: one anchor + B-1 mask tokens
     num_anchors: int = 128  # K: anchors per response (at most T-1)
     mask_token_id: int = 0  # the reserved [M] id
+    labels: str = "same-position"  # which block row predicts drafted token j: row j, or row j-1 ("next-token")
 
 
 @dataclass
@@ -259,7 +265,7 @@ class PackedExample:
     ar_labels: Tensor  # [L] next-token label per clean row, IGNORE where the next token is not a response token
     blocks: Tensor  # [k, B] the anchor token, then B-1 mask ids
     anchor_pos: Tensor  # [k] absolute position of each anchor
-    block_labels: Tensor  # [k, B] label per block row (same position); IGNORE on the anchor row and past the response
+    block_labels: Tensor  # [k, B] label per block row (its convention's); IGNORE on rows predicting nothing or past the response
 
     @property
     def num_rows(self) -> int:
@@ -293,8 +299,9 @@ def pack_example(example: Example, anchors: np.ndarray, cfg: PackingConfig) -> P
     a = torch.as_tensor(anchors, dtype=torch.long)
     blocks = torch.full((len(a), bs), cfg.mask_token_id, dtype=torch.long)
     blocks[:, 0] = response[a]
-    target_idx = a[:, None] + torch.arange(bs)  # response index each block row predicts
-    inside = (target_idx <= t - 1) & (torch.arange(bs) >= 1)
+    drafted = torch.arange(bs) + label_offset(cfg.labels)  # the drafted token each row predicts (valid: 1..B-1)
+    target_idx = a[:, None] + drafted  # response index each block row predicts
+    inside = (target_idx <= t - 1) & (drafted >= 1) & (drafted <= bs - 1)
     block_labels = torch.where(inside, response[target_idx.clamp(max=t - 1)], IGNORE)
     return PackedExample(ids, ar_labels, blocks, p + a, block_labels)
 
