@@ -12,6 +12,10 @@ with limit = position + 1 for a clean row (causal) and limit = anchor position f
 (strictly before the anchor; the block's own anchor row supplies the anchor token). Block rows
 therefore never see another block, nor clean tokens at or after their anchor.
 
+`AttentionProbe` is the one place that materialises attention probabilities: for a few chosen query
+rows (the selective-prefill probe, `d3d/inference/prefill.py`) it sums them over heads and layers.
+Every other pass keeps the fused attention kernel and never builds them.
+
 This module knows nothing about weights or tokens; it only builds index tensors and masks.
 """
 
@@ -103,3 +107,28 @@ def build_mask(
     # A padding query row would otherwise see nothing and produce NaN; let it see everything.
     mask = mask | ~rows.row_valid()[:, :, None]
     return mask[:, None]
+
+
+class AttentionProbe:
+    """Attention probabilities of a few query rows of one pass, summed over heads and layers.
+
+    The decoder calls `record` once per layer (see `PassContext`); the fused kernel still computes
+    the layer's output, so recording changes nothing in the pass. After the pass `mass[b, r, k]`
+    is the attention row r of sequence b put on key column k, summed over all heads of all
+    layers (each head's row sums to 1, so a row's total is heads * layers).
+    """
+
+    def __init__(self, rows: Tensor) -> None:
+        self.rows = rows  # [r] long: indices of the recorded query rows within the pass
+        self.mass: Tensor | None = None  # [b, r, K] float32, summed so far; None before the first layer
+
+    def record(self, q: Tensor, keys: Tensor, mask: Tensor | None) -> None:
+        """Add one layer. q: [b, h, n, d]; keys: [b, h_kv, K, d]; mask: [b, 1, n, K] bool or None (all visible)."""
+        heads, kv_heads, dim = q.shape[1], keys.shape[1], q.shape[-1]
+        q_rows = q[:, :, self.rows].float()  # [b, h, r, d]
+        k_all = keys.float().repeat_interleave(heads // kv_heads, dim=1)  # [b, h, K, d], as enable_gqa pairs them
+        logits = q_rows @ k_all.transpose(-1, -2) / dim**0.5  # [b, h, r, K]
+        if mask is not None:
+            logits = logits.masked_fill(~mask[:, :, self.rows], float("-inf"))
+        layer_mass = logits.softmax(-1).sum(1)  # [b, r, K]
+        self.mass = layer_mass if self.mass is None else self.mass + layer_mass

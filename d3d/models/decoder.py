@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from transformers import PretrainedConfig
 
 from d3d.errors import D3DError
-from d3d.models.attention import Rows, build_mask
+from d3d.models.attention import AttentionProbe, Rows, build_mask
 from d3d.models.kv_cache import KVCache
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
@@ -105,10 +105,13 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
         self.eps = eps
 
-    def forward(self, x: Tensor) -> Tensor:
+    def forward(self, x: Tensor, out_dtype: torch.dtype | None = None) -> Tensor:
+        """Normalised x in `out_dtype` (default: the weight's dtype, so a float32 residual stream
+        still feeds low-precision projections)."""
         x32 = x.float()
         x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * x32.to(x.dtype)
+        dtype = out_dtype or self.weight.dtype
+        return self.weight.to(dtype) * x32.to(dtype)
 
 
 def rotate_half(x: Tensor) -> Tensor:
@@ -141,6 +144,8 @@ class Attention(nn.Module):
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         keys, values = ctx.keys_values(layer, k, v)
+        if ctx.probe is not None:
+            ctx.probe.record(q, keys, ctx.mask)
         out = F.scaled_dot_product_attention(
             q, keys, values, attn_mask=ctx.mask, is_causal=ctx.is_causal,
             enable_gqa=self.num_heads != self.num_kv_heads,
@@ -172,11 +177,43 @@ class DecoderLayer(nn.Module):
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
-class PassContext:
-    """Per-pass state shared by all layers: the cache, how many rows to cache, and the mask."""
+@dataclass
+class Precision:
+    """How a low-precision model keeps greedy decisions stable (docs/design.md, "Precision and near ties").
 
-    def __init__(self, rows: Rows, cache: KVCache | None) -> None:
+    A k-row verification and a 1-row step take different matmul kernels, so in bfloat16 their
+    outputs round differently and a near tie can flip an argmax. Both switches are no-ops in float32.
+    """
+
+    residual_fp32: bool = False  # keep the residual stream in float32 (projections stay in the model dtype)
+    refine_top: int = 0  # recompute each row's top-m logits exactly in float32 from a float32 final norm (0 = off)
+
+    @staticmethod
+    def for_dtype(dtype: torch.dtype) -> Precision:
+        """The default for a model dtype: both switches on below float32."""
+        low = dtype in (torch.bfloat16, torch.float16)
+        return Precision(residual_fp32=low, refine_top=REFINE_TOP if low else 0)
+
+
+REFINE_TOP = 8  # logits recomputed in float32 per row; far more than a low-precision rounding can reorder
+
+
+def refined_logits(hidden: Tensor, weight: Tensor, top: int) -> Tensor:
+    """float32 logits [..., V] of float32 hidden [..., d]: the low-precision projection, with each
+    row's `top` largest entries recomputed exactly in float32 (so their order is float32's)."""
+    logits = F.linear(hidden.to(weight.dtype), weight).float()
+    idx = logits.topk(top, -1).indices  # [..., top]
+    exact = torch.einsum("...d,...md->...m", hidden, weight[idx].float())
+    return logits.scatter_(-1, idx, exact)
+
+
+class PassContext:
+    """Per-pass state shared by all layers: the cache, how many rows to cache, the mask, and an
+    optional probe recording some rows' attention probabilities (None on every fast path)."""
+
+    def __init__(self, rows: Rows, cache: KVCache | None, probe: AttentionProbe | None = None) -> None:
         self.cache = cache
+        self.probe = probe
         self.num_clean = rows.num_clean
         self.has_blocks = rows.has_blocks
         self.mask, self.is_causal = self._mask(rows, cache)
@@ -233,6 +270,7 @@ class DecoderModel(nn.Module):
         self.lm_head = nn.Linear(self.spec.hidden_size, self.spec.vocab_size, bias=False)
         if self.spec.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
+        self.precision = Precision()  # set by the loader for low-precision targets (`Precision.for_dtype`)
         inv_freq, self.rope_scale = rope_inverse_frequencies(config, self.spec.head_dim)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
@@ -254,19 +292,28 @@ class DecoderModel(nn.Module):
         emb = torch.cat((freqs, freqs), -1)[:, None]
         return (emb.cos() * self.rope_scale).to(self.dtype), (emb.sin() * self.rope_scale).to(self.dtype)
 
-    def hidden_states(self, rows: Rows, cache: KVCache | None = None) -> Tensor:
-        """Final-norm hidden states [b, n, hidden] for every row; caches the clean rows."""
+    def hidden_states(
+        self, rows: Rows, cache: KVCache | None = None, probe: AttentionProbe | None = None,
+        out_dtype: torch.dtype | None = None,
+    ) -> Tensor:
+        """Final-norm hidden states [b, n, hidden] for every row (in `out_dtype`, default the
+        model's); caches the clean rows.
+
+        `probe`, if given, records the attention probabilities of its rows in every layer.
+        """
         x = self.model.embed_tokens(rows.input_ids)
+        if self.precision.residual_fp32:
+            x = x.float()
         cos, sin = self.rope(rows.positions)
         if cache is not None:
             cache.reserve(rows.num_clean)
             cache.write_meta(rows.positions[:, : rows.num_clean], None if rows.valid is None else rows.valid[:, : rows.num_clean])
-        ctx = PassContext(rows, cache)
+        ctx = PassContext(rows, cache, probe)
         for i, layer in enumerate(self.model.layers):
             x = layer(x, cos, sin, ctx, i)
         if cache is not None:
             cache.advance(rows.num_clean)
-        return self.model.norm(x)
+        return self.model.norm(x, out_dtype)
 
     def forward(self, rows: Rows, cache: KVCache | None = None, logits_from: int = 0) -> Tensor:
         """Logits [b, n - logits_from, vocab] for rows [logits_from, n); caches the clean rows.
@@ -274,7 +321,11 @@ class DecoderModel(nn.Module):
         Only the requested rows go through the LM head, so a pass never pays the vocabulary
         projection for rows nobody reads.
         """
-        return self.lm_head(self.hidden_states(rows, cache)[:, logits_from:])
+        top = self.precision.refine_top
+        if not top or self.dtype == torch.float32:
+            return self.lm_head(self.hidden_states(rows, cache)[:, logits_from:])
+        hidden = self.hidden_states(rows, cache, out_dtype=torch.float32)[:, logits_from:]
+        return refined_logits(hidden, self.lm_head.weight, top)
 
 
 def _weight_files(model_dir: Path) -> list[Path]:
