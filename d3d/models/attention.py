@@ -10,7 +10,8 @@ drafting):
 
 with limit = position + 1 for a clean row (causal) and limit = anchor position for a block row
 (strictly before the anchor; the block's own anchor row supplies the anchor token). Block rows
-therefore never see another block, nor clean tokens at or after their anchor.
+therefore never see another block, nor clean tokens at or after their anchor. A layer with a
+sliding window (Mistral) also hides clean keys at positions <= row position - window.
 
 `AttentionProbe` is the one place that materialises attention probabilities: for a few chosen query
 rows (the selective-prefill probe, `d3d/inference/prefill.py`) it sums them over heads and layers.
@@ -93,15 +94,19 @@ def build_mask(
     key_positions: Tensor,
     key_groups: Tensor,
     key_valid: Tensor,
+    window: int | None = None,
 ) -> Tensor:
     """Boolean mask [b, 1, n, K] (True = attend) for `rows` over K keys.
 
-    key_positions, key_groups, key_valid: [b, K]; key_groups is -1 for clean keys.
+    key_positions, key_groups, key_valid: [b, K]; key_groups is -1 for clean keys. A sliding
+    `window` (Mistral) also hides clean keys at positions <= row position - window.
     """
     lim = rows.row_limits()[:, :, None]  # [b, n, 1]
     grp = rows.row_groups()[:, :, None]  # [b, n, 1]
     kpos, kgrp, kval = key_positions[:, None, :], key_groups[:, None, :], key_valid[:, None, :]
     sees_clean = (kgrp < 0) & kval & (kpos < lim)
+    if window is not None:
+        sees_clean = sees_clean & (kpos > rows.positions[:, :, None] - window)
     sees_block = (grp >= 0) & (kgrp == grp)
     mask = sees_clean | sees_block
     # A padding query row would otherwise see nothing and produce NaN; let it see everything.

@@ -51,6 +51,7 @@ class ArchSpec:
     mlp_bias: bool  # bias on the MLP projections
     qk_norm: bool  # per-head RMSNorm on q and k before RoPE (Qwen3)
     tie_word_embeddings: bool  # LM head shares the embedding matrix
+    layer_windows: tuple[int | None, ...] = ()  # per checkpoint layer: its sliding attention window (None: full)
 
     @staticmethod
     def from_config(cfg: PretrainedConfig) -> ArchSpec:
@@ -76,7 +77,20 @@ class ArchSpec:
             mlp_bias=bool(getattr(cfg, "mlp_bias", False)),
             qk_norm=cfg.model_type == "qwen3",
             tie_word_embeddings=bool(getattr(cfg, "tie_word_embeddings", False)),
+            layer_windows=layer_windows(cfg),
         )
+
+
+def layer_windows(cfg: PretrainedConfig) -> tuple[int | None, ...]:
+    """Each layer's sliding attention window, as transformers applies it: a query at position p sees
+    keys at positions > p - window. Mistral windows every layer; Qwen2/3 the "sliding_attention" layers."""
+    window = getattr(cfg, "sliding_window", None)
+    kinds = getattr(cfg, "layer_types", None)
+    if not window:
+        return (None,) * cfg.num_hidden_layers
+    if cfg.model_type == "mistral" or kinds is None:
+        return (int(window),) * cfg.num_hidden_layers
+    return tuple(int(window) if kind == "sliding_attention" else None for kind in kinds)
 
 
 def rope_inverse_frequencies(cfg: PretrainedConfig, head_dim: int) -> tuple[Tensor, float]:
@@ -144,10 +158,11 @@ class Attention(nn.Module):
         q = q * cos + rotate_half(q) * sin
         k = k * cos + rotate_half(k) * sin
         keys, values = ctx.keys_values(layer, k, v)
+        mask, is_causal = ctx.attention_mask(layer)
         if ctx.probe is not None:
-            ctx.probe.record(q, keys, ctx.mask)
+            ctx.probe.record(q, keys, mask)
         out = F.scaled_dot_product_attention(
-            q, keys, values, attn_mask=ctx.mask, is_causal=ctx.is_causal,
+            q, keys, values, attn_mask=mask, is_causal=is_causal,
             enable_gqa=self.num_heads != self.num_kv_heads,
         )
         return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
@@ -208,22 +223,32 @@ def refined_logits(hidden: Tensor, weight: Tensor, top: int) -> Tensor:
 
 
 class PassContext:
-    """Per-pass state shared by all layers: the cache, how many rows to cache, the mask, and an
-    optional probe recording some rows' attention probabilities (None on every fast path)."""
+    """Per-pass state shared by all layers: the cache, how many rows to cache, the masks (one per
+    distinct attention window of the layers), and an optional probe recording some rows'
+    attention probabilities (None on every fast path)."""
 
-    def __init__(self, rows: Rows, cache: KVCache | None, probe: AttentionProbe | None = None) -> None:
+    def __init__(self, rows: Rows, cache: KVCache | None, probe: AttentionProbe | None = None,
+                 windows: tuple[int | None, ...] = ()) -> None:
         self.cache = cache
         self.probe = probe
         self.num_clean = rows.num_clean
         self.has_blocks = rows.has_blocks
-        self.mask, self.is_causal = self._mask(rows, cache)
+        self.windows = windows  # per layer of this model: its attention window (empty: every layer full)
+        self.masks = {w: self._mask(rows, cache, w) for w in set(windows) or {None}}
 
-    def _mask(self, rows: Rows, cache: KVCache | None) -> tuple[Tensor | None, bool]:
+    def attention_mask(self, layer: int) -> tuple[Tensor | None, bool]:
+        """(boolean mask [b, 1, n, K] or None, is_causal) for one layer."""
+        return self.masks[self.windows[layer] if self.windows else None]
+
+    def _mask(self, rows: Rows, cache: KVCache | None, window: int | None) -> tuple[Tensor | None, bool]:
         plain = not rows.has_blocks and rows.valid is None
+        span = (0 if cache is None else cache.length) + rows.num_rows  # key columns of a plain pass
+        if window is not None and span > window:
+            plain = False  # some key falls outside some row's window: build the mask
         if cache is None:
             if plain:
                 return None, True
-            return build_mask(rows, rows.positions, rows.row_groups(), rows.row_valid()), False
+            return build_mask(rows, rows.positions, rows.row_groups(), rows.row_valid(), window), False
         if plain and not cache.has_padding:
             if rows.num_clean == 1:
                 return None, False  # one new token sees every cached column
@@ -234,7 +259,7 @@ class PassContext:
         key_pos = torch.cat([cache.positions[:, :end], rows.positions[:, nc:]], 1)
         key_grp = torch.cat([torch.full_like(cache.positions[:, :end], -1), rows.row_groups()[:, nc:]], 1)
         key_val = torch.cat([cache.valid[:, :end], rows.row_valid()[:, nc:]], 1)
-        return build_mask(rows, key_pos, key_grp, key_val), False
+        return build_mask(rows, key_pos, key_grp, key_val, window), False
 
     def keys_values(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Cache the clean rows' k, v [b, h_kv, n, d] and return every key/value this pass sees."""
@@ -267,6 +292,7 @@ class DecoderModel(nn.Module):
         self.spec = ArchSpec.from_config(config)
         self.layer_ids = list(range(self.spec.num_layers)) if layer_ids is None else list(layer_ids)
         self.model = DecoderBody(self.spec, len(self.layer_ids))
+        self.windows = tuple(self.spec.layer_windows[i] for i in self.layer_ids)  # per kept layer
         self.lm_head = nn.Linear(self.spec.hidden_size, self.spec.vocab_size, bias=False)
         if self.spec.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
@@ -308,7 +334,7 @@ class DecoderModel(nn.Module):
         if cache is not None:
             cache.reserve(rows.num_clean)
             cache.write_meta(rows.positions[:, : rows.num_clean], None if rows.valid is None else rows.valid[:, : rows.num_clean])
-        ctx = PassContext(rows, cache, probe)
+        ctx = PassContext(rows, cache, probe, self.windows)
         for i, layer in enumerate(self.model.layers):
             x = layer(x, cos, sin, ctx, i)
         if cache is not None:

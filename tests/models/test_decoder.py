@@ -100,3 +100,40 @@ def test_block_rows_see_only_prefix_before_anchor_and_own_block(tiny_llama_dir):
     torch.testing.assert_close(packed2[:, 20:24], packed[:, 20:24], atol=1e-9, rtol=1e-9)
     # ...while the clean rows themselves did change (the test can fail).
     assert not torch.allclose(packed2[:, 10:20], packed[:, 10:20])
+
+
+def save_windowed_model(path, kind: str):
+    """A tiny Mistral (every layer windowed) or Qwen2 (layers 2.. windowed) with a 6-token window."""
+    from transformers import MistralConfig, Qwen2Config
+
+    from tests.conftest import TINY
+
+    torch.manual_seed(0)
+    if kind == "mistral":
+        config = MistralConfig(**TINY, sliding_window=6, tie_word_embeddings=True)
+    else:
+        config = Qwen2Config(**TINY, use_sliding_window=True, sliding_window=6, max_window_layers=2)
+    AutoModelForCausalLM.from_config(config).save_pretrained(path)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["mistral", "qwen2"])
+def test_sliding_window_matches_transformers(tmp_path, kind):
+    d = save_windowed_model(tmp_path, kind)
+    ref = AutoModelForCausalLM.from_pretrained(d, dtype=torch.float32, attn_implementation="eager").eval()
+    ours = load_decoder(d)
+    assert (kind == "mistral") == (set(ours.windows) == {6})
+    ids = torch.randint(0, 97, (1, 24), generator=torch.Generator().manual_seed(7))
+    with torch.no_grad():
+        want = ref(ids).logits
+        full = ours(Rows.clean(ids, 0))
+        cache = ours.new_cache()
+        steps = [ours(Rows.clean(ids[:, :5], 0), cache)]  # within the window: the unmasked fast paths
+        steps += [ours(Rows.clean(ids[:, t : t + 1], t), cache) for t in range(5, 16)]  # decode steps
+        steps.append(ours(Rows.clean(ids[:, 16:], 16), cache))  # a verification-like chunk
+    torch.testing.assert_close(full, want, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(torch.cat(steps, 1), want, atol=1e-4, rtol=1e-4)
+    nowindow = load_decoder(d)
+    nowindow.windows = (None,) * len(nowindow.windows)
+    with torch.no_grad():
+        assert not torch.allclose(nowindow(Rows.clean(ids, 0))[:, 8:], want[:, 8:], atol=1e-3)  # the window matters
