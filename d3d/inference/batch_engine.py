@@ -1,0 +1,302 @@
+"""Batched speculative decoding for continuous batching: many sequences, one round at a time.
+
+`BatchDecoder` owns the target and the drafter and advances every running sequence by one round
+per `step()`:
+
+    draft   one batched drafter pass: each drafting sequence feeds the tokens it committed since
+            its last pass as clean rows (ragged, padded on the right) plus one block
+            [anchor, M, ..., M] anchored at its own position
+    verify  one batched target pass over every sequence's [anchor, d_1..d_n_r] (ragged n_r,
+            padded on the right, padding rows invalid)
+    accept  `verify.verify` per sequence, with that sequence's own sampling settings and seeded
+            generators (acceptance lives only in verify.py)
+    commit  each sequence's target cache slot is cropped to its own accepted prefix
+
+Sequences join with `add` (their prefill runs alone through `engine.start_decode`, exactly as a
+single request's would, and is then copied into a slot of the shared `RaggedKVCache`) and leave
+with `remove`, both between rounds. A sequence's output is what it would be alone: greedy output
+equals plain greedy decoding (the argmax of the same target over the same prefix), and sampled
+output follows the target's distribution, because each sequence draws from its own generators
+(target: seed, drafter: seed + 1, as `Pipeline.stream` seeds synchronous decoding) and nothing
+else in the batch touches them.
+
+How many drafted tokens a sequence verifies comes from a `VerifyLength` hook (the drafter's
+per-position confidence and the batch size in, k out); the default verifies all of them. The
+hook only sees the drafter's outputs, never the target's random draws, so any choice stays lossless.
+
+This module knows nothing about HTTP, queues, threads or tokenizers: the serving loop
+(`d3d.serving.engine_loop`) calls `add`, `step` and `remove`.
+
+    decoder = BatchDecoder(target, drafter, max_batch=8)
+    seq = decoder.add(prompt_ids, GenerationConfig(max_new_tokens=64), stop)
+    while decoder.running:
+        for seq, tokens in decoder.step(): print(seq.ident, tokens)
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor
+
+from d3d.inference.drafting import Draft
+from d3d.inference.engine import DecodeStats, GenerationConfig, now, pick_token, sampling_generator, start_decode
+from d3d.inference.sampling import probs_from_logits, sample
+from d3d.inference.stopping import StopChecker
+from d3d.inference.verify import verify
+from d3d.models.attention import Rows
+from d3d.models.decoder import DecoderModel
+from d3d.models.drafter import Drafter
+from d3d.models.ragged_cache import RaggedKVCache, new_ragged_cache
+
+VerifyLength = Callable[[Tensor, int], int]
+"""(confidence [n] of the drafted tokens under the drafter's q, running batch size) -> k in 0..n."""
+
+DRAFT_SEED_OFFSET = 1  # the drafter samples with seed + 1, as synchronous decoding does
+
+
+@dataclass
+class Sequence:
+    """One running request: its tokens, settings, generators and where its caches live."""
+
+    ident: int  # unique per decoder, in order of arrival
+    committed: list[int]  # prompt + generated tokens (the last one is the next anchor)
+    prompt_len: int  # tokens of the prompt
+    cfg: GenerationConfig  # sampling settings and seed of this request
+    stop: StopChecker  # its stop conditions (budget already clamped to the context)
+    speculate: bool  # False: plain decoding (one target token per round, no drafter)
+    stats: DecodeStats  # tokens, rounds, accepted-length histogram of this request
+    target_gen: torch.Generator | None  # seeded with cfg.seed (None when greedy)
+    draft_gen: torch.Generator | None  # seeded with cfg.seed + 1 (None when greedy)
+    slot: int = -1  # row of the target's ragged cache
+    draft_slot: int = -1  # row of the drafter's ragged cache (-1: not drafting)
+
+    @property
+    def finished(self) -> bool:
+        return self.stop.reason is not None
+
+    @property
+    def generated(self) -> list[int]:
+        return self.committed[self.prompt_len :]
+
+
+@dataclass
+class RoundStats:
+    """What one `step()` did, for metrics."""
+
+    batch: int = 0  # sequences verified in this round
+    drafting: int = 0  # sequences drafted for in this round
+    appended: list[int] = field(default_factory=list)  # tokens each sequence appended (before stop truncation)
+    draft_s: float = 0.0  # wall time of the batched drafter pass
+    verify_s: float = 0.0  # wall time of the batched target pass and acceptance
+
+
+def pad_right(rows: list[list[int]], fill: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    """ids [b, m] (m = longest row) padded with `fill`, and valid [b, m] (False on padding)."""
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), fill, dtype=torch.long)
+    valid = torch.zeros(len(rows), width, dtype=torch.bool)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+        valid[i, : len(r)] = True
+    return ids.to(device), valid.to(device)
+
+
+def batched_block_logits(drafter: Drafter, cache: RaggedKVCache, new_tokens: list[list[int]], anchor_pos: list[int]) -> Tensor:
+    """Logits [b, B-1, V] of one block per cache slot, drafted in one pass.
+
+    new_tokens[r]: slot r's committed tokens not yet in its drafter cache (its anchor last, at
+    position anchor_pos[r]); they are fed as clean rows and cached. Block r sees slot r's clean
+    keys before its anchor and its own rows, exactly like `Drafter.draft_logits` for one sequence.
+    """
+    dev, bs = drafter.model.device, drafter.block_size
+    ids, valid = pad_right(new_tokens, drafter.config.mask_token_id, dev)
+    starts = torch.tensor(cache.lengths, device=dev)
+    blocks = torch.full((len(new_tokens), 1, bs), drafter.config.mask_token_id, dtype=torch.long, device=dev)
+    blocks[:, 0, 0] = torch.tensor([t[-1] for t in new_tokens], device=dev)
+    anchors = torch.tensor(anchor_pos, device=dev).view(-1, 1)
+    rows = Rows.with_blocks(Rows.clean(ids, starts, valid), blocks, anchors)
+    new_lengths = [length + len(t) for length, t in zip(cache.lengths, new_tokens)]
+    hidden = drafter.model.hidden_states(rows, cache)[:, rows.num_clean :]  # [b, B, hidden]
+    cache.set_lengths(new_lengths)
+    return drafter.project(hidden[:, 1:])
+
+
+def verify_logits(target: DecoderModel, cache: RaggedKVCache, blocks: list[list[int]], anchor_pos: list[int]) -> Tensor:
+    """Target logits [b, m, V] for each slot's block [anchor, d_1..d_n] (ragged, padded right).
+
+    Every row is cached (padding as invalid columns); the caller crops each slot afterwards.
+    """
+    dev = target.device
+    ids, valid = pad_right(blocks, 0, dev)
+    return target(Rows.clean(ids, torch.tensor(anchor_pos, device=dev), valid), cache)
+
+
+def draft_confidence(draft: Draft, logits: Tensor) -> Tensor:
+    """q(d_i) for each drafted token [n]: the drafter's probability of what it proposed."""
+    if draft.probs is not None:
+        return draft.probs.gather(-1, draft.tokens.view(-1, 1)).view(-1)
+    return logits.float().softmax(-1).gather(-1, draft.tokens.view(-1, 1)).view(-1)
+
+
+class BatchDecoder:
+    """Continuous-batching speculative decoder over one target and (optionally) one drafter."""
+
+    def __init__(self, target: DecoderModel, drafter: Drafter | None, max_batch: int = 8,
+                 verify_length: VerifyLength | None = None, capacity: int = 256) -> None:
+        self.target, self.drafter, self.max_batch = target, drafter, max_batch
+        self.verify_length = verify_length
+        self.target_cache = new_ragged_cache(target, max_batch, capacity)
+        self.draft_cache = new_ragged_cache(drafter.model, max_batch, capacity) if drafter is not None else None
+        self.slots: list[Sequence] = []  # slots[i] lives in target cache slot i
+        self.draft_slots: list[Sequence] = []  # draft_slots[i] lives in drafter cache slot i
+        self._ids = itertools.count()
+
+    @property
+    def running(self) -> list[Sequence]:
+        return list(self.slots)
+
+    @property
+    def block_size(self) -> int:
+        return self.drafter.block_size if self.drafter is not None else 1
+
+    @property
+    def full(self) -> bool:
+        return len(self.slots) >= self.max_batch
+
+    @torch.inference_mode()
+    def add(self, prompt: Tensor, cfg: GenerationConfig, stop: StopChecker, speculate: bool = True) -> Sequence:
+        """Prefill prompt [1, n] alone, pick the first token, and join the batch (unless that token ends it).
+
+        Raises D3DError (via `start_decode`) if the prompt does not fit the context.
+        """
+        if self.full:
+            raise RuntimeError("the batch is full")
+        speculate = speculate and self.drafter is not None
+        stats = DecodeStats("sync" if speculate else "ar")
+        start = start_decode(self.target, prompt, cfg, stop, stats)
+        draft_gen = sampling_generator(cfg, self.target.device, DRAFT_SEED_OFFSET) if speculate else None
+        seq = Sequence(next(self._ids), prompt[0].tolist() + [start.first_token], prompt.shape[1], cfg, stop,
+                       speculate, stats, start.generator, draft_gen)
+        stats.new_tokens = 1
+        if stop.push(start.first_token):
+            stats.stop_reason = stop.reason
+            return seq
+        seq.slot = self.target_cache.place(start.cache)
+        self.slots.append(seq)
+        if speculate:
+            self._join_drafter(seq, prompt)
+        return seq
+
+    def _join_drafter(self, seq: Sequence, prompt: Tensor) -> None:
+        """Cache the prompt in the drafter (a clean pass of its own) and give it a drafter slot."""
+        single = self.drafter.new_cache(prompt.shape[1] + 1)
+        self.drafter.model.hidden_states(Rows.clean(prompt, 0), single)
+        seq.draft_slot = self.draft_cache.place(single)
+        self.draft_slots.append(seq)
+
+    def remove(self, seq: Sequence) -> None:
+        """Leave the batch (finished or cancelled); frees its cache slots."""
+        if seq.slot >= 0:
+            self._release(self.target_cache, self.slots, seq.slot, "slot")
+            seq.slot = -1
+        if seq.draft_slot >= 0:
+            self._release(self.draft_cache, self.draft_slots, seq.draft_slot, "draft_slot")
+            seq.draft_slot = -1
+
+    @staticmethod
+    def _release(cache: RaggedKVCache, slots: list[Sequence], slot: int, attr: str) -> None:
+        moved = cache.release(slot)
+        if moved is not None:
+            slots[slot] = slots[moved]
+            setattr(slots[slot], attr, slot)
+        slots.pop()
+
+    def _num_draft(self, seq: Sequence) -> int:
+        return min(self.block_size - 1, seq.stop.remaining - 1) if seq.speculate else 0
+
+    def _draft(self, rnd: RoundStats) -> dict[int, Draft]:
+        """One batched drafter pass for every drafting sequence; their drafts by sequence id."""
+        wanted = {s.ident: self._num_draft(s) for s in self.draft_slots}
+        if not any(n > 0 for n in wanted.values()):
+            return {}
+        cache = self.draft_cache
+        new_tokens = [s.committed[length:] for s, length in zip(self.draft_slots, cache.lengths)]
+        anchor_pos = [len(s.committed) - 1 for s in self.draft_slots]
+        logits = batched_block_logits(self.drafter, cache, new_tokens, anchor_pos)  # [b, B-1, V]
+        drafts = {}
+        for i, seq in enumerate(self.draft_slots):
+            n = wanted[seq.ident]
+            if n > 0:
+                drafts[seq.ident] = self._propose(seq, logits[i, :n])
+        rnd.drafting = len(drafts)
+        return drafts
+
+    def _propose(self, seq: Sequence, logits: Tensor) -> Draft:
+        """The draft of one sequence from its block logits [n, V], shortened by the verify-length hook."""
+        sampling = seq.cfg.sampling
+        if sampling.greedy:
+            draft = Draft(logits.argmax(-1))
+        else:
+            probs = probs_from_logits(logits, sampling)
+            draft = Draft(sample(probs, seq.draft_gen), probs)
+        if self.verify_length is None:
+            return draft
+        k = max(0, min(draft.tokens.numel(), int(self.verify_length(draft_confidence(draft, logits), len(self.slots)))))
+        return Draft(draft.tokens[:k], None if draft.probs is None else draft.probs[:k])
+
+    @torch.inference_mode()
+    def step(self) -> tuple[list[tuple[Sequence, list[int]]], RoundStats]:
+        """One round for every running sequence: ([(sequence, tokens it appended)], round stats).
+
+        Finished sequences leave the batch before this returns (their `finished` is True).
+        """
+        rnd = RoundStats(batch=len(self.slots))
+        if not self.slots:
+            return [], rnd
+        dev = self.target.device
+        t0 = now(dev)
+        drafts = self._draft(rnd)
+        t1 = now(dev)
+        blocks, anchor_pos = [], []
+        for seq in self.slots:
+            draft = drafts.get(seq.ident)
+            blocks.append(seq.committed[-1:] + ([] if draft is None else draft.tokens.tolist()))
+            anchor_pos.append(len(seq.committed) - 1)
+        logits = verify_logits(self.target, self.target_cache, blocks, anchor_pos)  # [b, m, V]
+        out, lengths = [], []
+        for i, seq in enumerate(self.slots):
+            tokens, accepted = self._accept(seq, drafts.get(seq.ident), logits[i, : len(blocks[i])])
+            lengths.append(anchor_pos[i] + 1 + accepted)
+            rnd.appended.append(len(tokens))
+            out.append((seq, self._commit(seq, tokens)))
+        self.target_cache.set_lengths(lengths)
+        rnd.draft_s, rnd.verify_s = t1 - t0, now(dev) - t1
+        for seq, _ in out:
+            seq.stats.draft_s += rnd.draft_s
+            seq.stats.verify_s += rnd.verify_s
+            if seq.finished:
+                self.remove(seq)
+        return out, rnd
+
+    @staticmethod
+    def _accept(seq: Sequence, draft: Draft | None, logits: Tensor) -> tuple[list[int], int]:
+        """(tokens appended, drafted tokens accepted) for one sequence; logits [n+1, V]."""
+        if draft is None:
+            return [int(pick_token(logits[0], seq.cfg.sampling, seq.target_gen))], 0
+        result = verify(draft.tokens, draft.probs, logits, seq.cfg.sampling, seq.target_gen)
+        return result.tokens.tolist(), result.num_accepted
+
+    @staticmethod
+    def _commit(seq: Sequence, tokens: list[int]) -> list[int]:
+        """Record the round and keep what the stop checker lets through."""
+        seq.stats.record_round(len(tokens))
+        kept = seq.stop.accept(tokens)
+        seq.committed.extend(kept)
+        seq.stats.new_tokens += len(kept)
+        if seq.finished:
+            seq.stats.stop_reason = seq.stop.reason
+        return kept

@@ -1,0 +1,184 @@
+"""A KV cache whose sequences have their own lengths: the runtime's cache for continuous batching.
+
+`KVCache` keeps one column count for the whole batch, which fits sequences that advance in
+lock step. When several requests share one forward pass, each accepts a different number of
+drafted tokens per round, joins after a prefill of its own, and leaves when it finishes. This
+cache gives every slot its own length:
+
+- a pass writes the n new columns of slot r at `lengths[r] .. lengths[r] + n` (one scatter per
+  layer), so every slot stays contiguous from column 0;
+- `set_lengths` crops each slot separately after verification; columns past a slot's length are
+  marked invalid, so the attention mask (`attention.build_mask`) ignores them;
+- rows that pad a slot's pass (a slot with fewer new tokens than the widest) are written as
+  invalid columns past its length and overwritten later;
+- only the first `active` slots take part in a pass; `place` copies a batch-1 cache (a request's
+  own prefill) into a slot and `release` moves the last active slot into the freed one, so the
+  active slots stay the prefix [0, active).
+
+It implements the interface `decoder.DecoderModel` uses (`reserve`, `write_meta`, `write_layer`,
+`layer_view`, `advance`, `length`, `has_padding`, `positions`, `valid`) and knows nothing about
+tokens, requests or verification.
+
+    cache = RaggedKVCache(num_layers, max_batch, num_kv_heads, head_dim, capacity, dtype, device)
+    slot = cache.place(prefill_cache)          # a request joins
+    model(Rows.clean(ids, starts, valid), cache)
+    cache.set_lengths([...])                   # per-slot crop after verification
+    cache.release(slot)                        # a request leaves
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from d3d.models.kv_cache import KVCache
+
+
+class RaggedKVCache:
+    """Keys/values of up to `max_batch` sequences, each with its own length."""
+
+    has_padding = True  # every pass needs the explicit mask (lengths differ per slot)
+
+    def __init__(
+        self,
+        num_layers: int,
+        max_batch: int,
+        num_kv_heads: int,
+        head_dim: int,
+        capacity: int = 256,
+        dtype: torch.dtype = torch.float32,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        shape = (num_layers, max_batch, num_kv_heads, capacity, head_dim)
+        self._keys = torch.zeros(shape, dtype=dtype, device=device)  # [L, max_b, h_kv, cap, d]
+        self._values = torch.zeros(shape, dtype=dtype, device=device)  # [L, max_b, h_kv, cap, d]
+        self._positions = torch.zeros(max_batch, capacity, dtype=torch.long, device=device)  # [max_b, cap]
+        self._valid = torch.zeros(max_batch, capacity, dtype=torch.bool, device=device)  # [max_b, cap]
+        self.lengths: list[int] = []  # columns held by each active slot (host side, one per slot)
+        self._offsets: Tensor | None = None  # [active, 1] lengths at the start of the current pass
+
+    @property
+    def active(self) -> int:
+        return len(self.lengths)
+
+    @property
+    def max_batch(self) -> int:
+        return self._keys.shape[1]
+
+    @property
+    def capacity(self) -> int:
+        return self._keys.shape[3]
+
+    @property
+    def batch(self) -> int:
+        return self.active
+
+    @property
+    def length(self) -> int:
+        """Columns any active slot reaches (a pass's keys span [0, length + new rows))."""
+        return max(self.lengths, default=0)
+
+    @property
+    def positions(self) -> Tensor:
+        return self._positions[: self.active]  # [active, cap]
+
+    @property
+    def valid(self) -> Tensor:
+        return self._valid[: self.active]  # [active, cap]
+
+    # -- the interface DecoderModel uses ---------------------------------------------------
+
+    def reserve(self, extra: int) -> None:
+        """Grow the buffers (doubling) so that `extra` more columns fit after the longest slot."""
+        need = self.length + extra
+        if need <= self.capacity:
+            return
+        grow = max(need, 2 * self.capacity) - self.capacity
+        pad5 = (0, 0, 0, grow)
+        self._keys = torch.nn.functional.pad(self._keys, pad5)
+        self._values = torch.nn.functional.pad(self._values, pad5)
+        self._positions = torch.nn.functional.pad(self._positions, (0, grow))
+        self._valid = torch.nn.functional.pad(self._valid, (0, grow))
+
+    def _columns(self, n: int) -> Tensor:
+        """Column index [active, n] of each slot's n new columns."""
+        if self._offsets is None:
+            self._offsets = torch.tensor(self.lengths, device=self._keys.device).view(-1, 1)
+        return self._offsets + torch.arange(n, device=self._keys.device)
+
+    def write_meta(self, positions: Tensor, valid: Tensor | None) -> None:
+        """Record positions [active, n] (and validity) of each slot's n new columns."""
+        self._offsets = None
+        cols = self._columns(positions.shape[1])
+        rows = torch.arange(self.active, device=cols.device).view(-1, 1)
+        self._positions[rows, cols] = positions
+        self._valid[rows, cols] = True if valid is None else valid
+
+    def write_layer(self, layer: int, k: Tensor, v: Tensor) -> None:
+        """Write k, v [active, h_kv, n, d] of one layer at each slot's own length."""
+        cols = self._columns(k.shape[2])
+        rows = torch.arange(self.active, device=cols.device).view(-1, 1)
+        self._keys[layer][rows, :, cols] = k.transpose(1, 2)  # indexed view: [active, n, h_kv, d]
+        self._values[layer][rows, :, cols] = v.transpose(1, 2)
+
+    def layer_view(self, layer: int, upto: int) -> tuple[Tensor, Tensor]:
+        """Keys and values [active, h_kv, upto, d] of one layer's first `upto` columns."""
+        return self._keys[layer, : self.active, :, :upto], self._values[layer, : self.active, :, :upto]
+
+    def advance(self, n: int) -> None:
+        """Every active slot took n new columns (padding included; `set_lengths` trims them)."""
+        self.lengths = [length + n for length in self.lengths]
+        self._offsets = None
+
+    # -- per-slot bookkeeping ---------------------------------------------------------------
+
+    def set_lengths(self, lengths: list[int]) -> None:
+        """Crop each active slot to its own length (never longer than it is)."""
+        if len(lengths) != self.active or any(not 0 <= new <= old for new, old in zip(lengths, self.lengths)):
+            raise ValueError(f"cannot crop slots of lengths {self.lengths} to {lengths}")
+        self.lengths = list(lengths)
+        self._offsets = None
+        keep = torch.arange(self.capacity, device=self._valid.device) < torch.tensor(lengths, device=self._valid.device).view(-1, 1)
+        self._valid[: self.active] &= keep
+
+    def place(self, single: KVCache) -> int:
+        """Copy a batch-1 cache (a request's prefill) into a new slot; returns the slot index."""
+        if self.active == self.max_batch:
+            raise ValueError(f"all {self.max_batch} slots are taken")
+        n = single.length
+        self.lengths.append(0)
+        self.reserve(n)
+        slot = self.active - 1
+        self._valid[slot] = False
+        self._keys[:, slot, :, :n] = single.keys[:, 0, :, :n]
+        self._values[:, slot, :, :n] = single.values[:, 0, :, :n]
+        self._positions[slot, :n] = single.positions[0, :n]
+        self._valid[slot, :n] = single.valid[0, :n]
+        self.lengths[slot] = n
+        self._offsets = None
+        return slot
+
+    def release(self, slot: int) -> int | None:
+        """Free `slot`; the last active slot moves into it. Returns the index that moved there, if any."""
+        last = self.active - 1
+        if not 0 <= slot <= last:
+            raise ValueError(f"slot {slot} is not active ({self.active} active)")
+        moved = None
+        if slot != last:
+            n = self.lengths[last]
+            self._keys[:, slot, :, :n] = self._keys[:, last, :, :n]
+            self._values[:, slot, :, :n] = self._values[:, last, :, :n]
+            self._positions[slot] = self._positions[last]
+            self._valid[slot] = self._valid[last]
+            self.lengths[slot] = n
+            moved = last
+        self._valid[last] = False
+        self.lengths.pop()
+        self._offsets = None
+        return moved
+
+
+def new_ragged_cache(model, max_batch: int, capacity: int = 256) -> RaggedKVCache:
+    """An empty ragged cache shaped for `model` (a `DecoderModel`)."""
+    s = model.spec
+    return RaggedKVCache(len(model.layer_ids), max_batch, s.num_kv_heads, s.head_dim, capacity, model.dtype, model.device)
