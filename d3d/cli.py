@@ -75,6 +75,24 @@ def _save_timeline(stats, path: str | None) -> None:
         print(f"timeline: {json_path} and {png}", file=sys.stderr)
 
 
+def _prefill_flags(p: argparse.ArgumentParser, many: bool) -> None:
+    if many:
+        p.add_argument("--prefill-keep", default=None, metavar="RHO[,RHO...]",
+                       help="selective prefill: add a mode sync@keepRHO per retention RHO in (0, 1], e.g. 0.1,0.2,0.3 (docs/prefill.md)")
+    else:
+        p.add_argument("--prefill-keep", default=None, metavar="RHO",
+                       help="selective prefill (sync only): the target reads about RHO in (0, 1] of the prompt, chosen by "
+                            "the drafter; the output may differ from full-prompt decoding (docs/prefill.md)")
+    p.add_argument("--prefill-chunk", type=int, default=32, help="selective prefill: tokens per scored prompt chunk")
+
+
+def _prefill_keeps(value: str | None) -> tuple[float, ...]:
+    """--prefill-keep's comma-separated retentions, each checked (D3DError if outside (0, 1])."""
+    from d3d.inference.prefill import parse_prefill_keep
+
+    return tuple(parse_prefill_keep(x.strip()) for x in (value or "").split(",") if x.strip())
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="d3d", description="Lossless speculative decoding with a block-diffusion drafter.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -90,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     _model_flags(gen)
     _sampling_flags(gen)
     _async_flags(gen)
+    _prefill_flags(gen, many=False)
     gen.set_defaults(func=cmd_generate)
 
     bench = sub.add_parser("bench", help="run decoding modes interleaved on a suite; table then one JSON line")
@@ -108,6 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
     _model_flags(bench)
     _sampling_flags(bench)
     _async_flags(bench)
+    _prefill_flags(bench, many=True)
     bench.set_defaults(func=cmd_bench)
 
     cost = sub.add_parser("cost", help="time k-token target passes against a 1-token step (the speedup ceiling)")
@@ -164,6 +184,9 @@ def format_stats(stats) -> str:
         f"rounds {stats.rounds} | tau {stats.tau:.2f} | accepted-length histogram {hist or '-'}",
         f"prefill {stats.prefill_s * 1e3:.0f} ms | draft {stats.mean_draft_s * 1e3:.1f} ms/round | verify {stats.mean_verify_s * 1e3:.1f} ms/round",
     ]
+    if hasattr(stats, "select_s"):  # selective prefill
+        lines.append(f"selective prefill: the target read {stats.prompt_tokens} of {stats.full_prompt_tokens} prompt tokens "
+                     f"(rho {stats.keep}) | selection {stats.select_s * 1e3:.0f} ms | TTFT {stats.ttft_s * 1e3:.0f} ms")
     if hasattr(stats, "hit_rate"):  # asynchronous decoding
         lines.append(
             f"async {stats.budget} (N_async {stats.n_async}, {stats.backend}) | hit rate {stats.hit_rate:.2f} "
@@ -177,6 +200,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from d3d.inference.async_engine import new_stats
     from d3d.inference.engine import GenerationConfig
     from d3d.inference.pipeline import Pipeline
+    from d3d.inference.prefill import SelectiveStats
     from d3d.inference.sampling import SamplingConfig
 
     sampling = SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p)
@@ -184,14 +208,25 @@ def cmd_generate(args: argparse.Namespace) -> int:
     cfg.validate()
     if args.block_size is not None and args.block_size < 2:
         raise D3DError(f"block size must be at least 2, got {args.block_size}")
+    keeps = _prefill_keeps(args.prefill_keep)
+    if len(keeps) > 1:
+        raise D3DError(f"--prefill-keep takes one retention for generate, got {args.prefill_keep}")
+    keep = keeps[0] if keeps else None
+    if keep is not None and args.mode != "sync":
+        raise D3DError(f"--prefill-keep runs with --mode sync, not {args.mode}")
+    if args.prefill_chunk < 1:
+        raise D3DError(f"--prefill-chunk must be at least 1, got {args.prefill_chunk}")
     pipe = Pipeline.load(target=args.target, drafter=args.drafter, block_size=args.block_size, device=args.device,
                          async_config=_async_config(args))
     prompt_ids = pipe.target.encode_chat(args.prompt)
     if args.mode in ("sync", "async"):
         print(f"[d3d] {pipe.drafter.description}", file=sys.stderr)
-    stats = new_stats(args.mode)
+    if keep is not None:
+        print(f"[d3d] selective prefill (rho {keep}): the answer follows the reduced prompt, not the full one", file=sys.stderr)
+    pipe.prefill_chunk_size = args.prefill_chunk
+    stats = new_stats(args.mode) if keep is None else SelectiveStats(args.mode)
     streamer = TextStreamer(pipe.target.decode)
-    for chunk in pipe.stream(prompt_ids, args.mode, cfg, stats):
+    for chunk in pipe.stream(prompt_ids, args.mode, cfg, stats, keep):
         streamer.push(chunk)
     streamer.close()
     print("---")
@@ -203,7 +238,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
         speedup = ar_stats.total_s / stats.total_s if stats.total_s else 0.0
         same = ar_tokens == streamer.tokens
         ident = ("yes" if same else "NO") if sampling.greedy else "n/a (sampling)"
-        print(f"plain decoding: {ar_stats.new_tokens} tokens in {ar_stats.total_s:.2f} s "
+        if keep is not None:
+            ident += " (not expected: the target read a reduced prompt; plain decoding read all of it)"
+        print(f"plain decoding (full prompt): {ar_stats.new_tokens} tokens in {ar_stats.total_s:.2f} s "
               f"({ar_stats.new_tokens / ar_stats.total_s:.1f} tokens/s) | speedup {speedup:.2f}x | identical output: {ident}")
         result |= {"ar": ar_stats.as_dict(), "speedup": round(speedup, 3), "identical": same if sampling.greedy else None}
     if args.json:
@@ -225,6 +262,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         budget=args.budget, draft_threads=args.draft_threads, target_threads=args.target_threads,
         async_backend=args.async_backend, timeline=args.timeline, ar_drafter=args.ar_drafter,
         ar_draft_tokens=args.ar_draft_tokens, sweep=tuple(args.sweep),
+        prefill_keep=_prefill_keeps(args.prefill_keep), prefill_chunk=args.prefill_chunk,
     )
     run_bench(cfg)
     return 0

@@ -15,6 +15,10 @@ With `sweep` (a list of budgets "C,F"), the async mode runs once per budget, as 
 `async@C,F` sharing one drafting worker: the budget sweep of docs/async.md (speedup and hit rate
 against N_async = B((C-1)F+2), the paper's Figure 3).
 
+With `prefill_keep` (retentions rho), modes `sync@keepRHO` run sync after selective prefill
+(docs/prefill.md); they, and any scored suite (`longctx`), add score, ttft_speedup and
+decode_speedup per mode and a second table (`prefill_metrics.py`).
+
 For each prompt every mode runs back to back, the order rotated by one per prompt so that slow
 drift (thermal, other processes) spreads evenly over the modes. One untimed short generation per
 mode comes first, so lazy loads and first-call costs stay out of the timings.
@@ -70,6 +74,10 @@ import torch
 from torch import Tensor
 
 from d3d.errors import D3DError
+from d3d.evaluation.prefill_metrics import (
+    add_scores, format_prefill_table, keep_mode, keep_runner, mode_keep, prefill_record, prefill_summary,
+    wants_prefill_summary,
+)
 from d3d.evaluation.suites import BUILTIN_SUITES, Prompt, load_suite
 from d3d.evaluation.timeline import plot_timeline, save_timeline
 from d3d.inference.async_engine import AsyncConfig
@@ -77,6 +85,7 @@ from d3d.inference.successors import Budget
 from d3d.inference.baselines import hf_generate
 from d3d.inference.engine import DecodeStats, GenerationConfig
 from d3d.inference.pipeline import Pipeline, default_device, load_target
+from d3d.inference.prefill import PrefillConfig
 from d3d.inference.sampling import SamplingConfig
 
 PLD_TOKENS = 10  # candidate tokens per round of prompt-lookup decoding
@@ -132,7 +141,9 @@ def base_mode(mode: str) -> str:
 
 
 def runner_for(mode: str) -> ModeRunner:
-    """The runner of a mode name, budget-sweep modes included."""
+    """The runner of a mode name, budget-sweep and selective-prefill (sync@keepRHO) modes included."""
+    if mode_keep(mode) is not None:
+        return keep_runner(mode_keep(mode))
     if base_mode(mode) == "async" and SWEEP_SEPARATOR in mode:
         budget = mode.split(SWEEP_SEPARATOR, 1)[1]
 
@@ -170,10 +181,13 @@ class BenchConfig:
     ar_drafter: str | None = None  # AR draft model directory for ar-drafter / hf-assisted
     ar_draft_tokens: int = 4  # k: tokens the AR draft model proposes per round
     sweep: tuple[str, ...] = ()  # async budgets "C,F" to run one by one (replaces the single async mode)
+    prefill_keep: tuple[float, ...] = ()  # selective prefill: one mode sync@keepRHO per retention (prefill_metrics.py)
+    prefill_chunk: int = 32  # selective prefill: tokens per scored prompt chunk
 
     def __post_init__(self) -> None:
         self.modes = tuple(self.modes)
         self.sweep = tuple(self.sweep)
+        self.prefill_keep = tuple(self.prefill_keep)
 
     @property
     def run_modes(self) -> tuple[str, ...]:
@@ -184,6 +198,7 @@ class BenchConfig:
                 modes += [f"async{SWEEP_SEPARATOR}{Budget.parse(b).coverage},{Budget.parse(b).fanout}" for b in self.sweep]
             else:
                 modes.append(mode)
+        modes += [keep_mode(k) for k in self.prefill_keep]
         return tuple(dict.fromkeys(modes))
 
     def generation(self) -> GenerationConfig:
@@ -207,6 +222,8 @@ class BenchConfig:
             raise D3DError("a budget sweep needs the async mode: add async to the modes")
         for budget in self.sweep:
             Budget.parse(budget)
+        for keep in self.prefill_keep:
+            PrefillConfig(keep=keep, chunk_size=self.prefill_chunk).validate()
         self.generation().validate()
         self.async_config().validate()
         _check_device(self.device)
@@ -220,6 +237,7 @@ class BenchConfig:
         key = asdict(self)
         unused = (() if "async" in self.modes else ASYNC_KEYS + ("sweep",)) + (
             () if set(AR_DRAFTER_MODES) & set(self.modes) else AR_DRAFTER_KEYS)
+        unused += () if self.prefill_keep else ("prefill_keep", "prefill_chunk")
         for name in ("limit", "out", "fresh", "timeline") + unused:
             key.pop(name)
         key["modes"] = list(self.run_modes)
@@ -358,7 +376,7 @@ def run_record(tokens: list[int], stats: DecodeStats) -> dict:
         "rounds": stats.rounds, "round_tokens": stats.round_tokens, "tau": stats.tau,
         "draft_s": stats.draft_s, "verify_s": stats.verify_s, "stop_reason": stats.stop_reason,
         "tokens": tokens,
-    } | async_record(stats)
+    } | async_record(stats) | prefill_record(stats)
 
 
 def async_record(stats: DecodeStats) -> dict:
@@ -376,6 +394,7 @@ def run_prompt(pipe: Pipeline, modes: tuple[str, ...], index: int, prompt: Promp
     prompt_ids = pipe.target.encode_chat(prompt.text)
     order = mode_order(modes, index)
     results = {mode: run_record(*runner_for(mode)(pipe, prompt_ids, cfg)) for mode in order}
+    add_scores(prompt, results, pipe.target.decode)
     return {"id": prompt.id, "index": index, "prompt_sha": prompt_digest(prompt), "order": order,
             "results": {mode: results[mode] for mode in modes}}
 
@@ -413,12 +432,15 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
     summary = {}
     for mode in modes:
         records = [row["results"][mode] for row in rows]
-        identical = all(r["tokens"] == a["tokens"] for r, a in zip(records, ar_records)) if greedy else None
+        same = greedy and mode_keep(mode) is None  # a keep mode's target reads another prompt
+        identical = all(r["tokens"] == a["tokens"] for r, a in zip(records, ar_records)) if same else None
         summary[mode] = _mode_summary(_mode_totals(records), ar, identical, len(rows))
         if base_mode(mode) in DRAFTER_MODES or mode in AR_DRAFTER_MODES:
             summary[mode] |= _drafting_summary(base_mode(mode), _mode_totals(records), records)
         if base_mode(mode) in DRAFTER_MODES and drafter is not None:
             summary[mode]["drafter"] = drafter
+        if wants_prefill_summary(rows, modes):
+            summary[mode] |= prefill_summary(records, ar_records)
     for mode in summary:
         if base_mode(mode) == "async" and "sync" in summary:
             summary[mode]["speedup_vs_sync"] = _rounded(_ratio(summary["sync"]["total_s"], summary[mode]["total_s"]))
@@ -502,7 +524,8 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
     prompts = load_suite(cfg.suite, cfg.limit)
     pipe = Pipeline(load_target(cfg.target, cfg.device), cfg.drafter, cfg.block_size, cfg.async_config(),
                     cfg.ar_drafter, cfg.ar_draft_tokens)
-    drafter = pipe.drafter.description if any(m in DRAFTER_MODES for m in cfg.run_modes) else None
+    pipe.prefill_chunk_size = cfg.prefill_chunk
+    drafter = pipe.drafter.description if any(base_mode(m) in DRAFTER_MODES for m in cfg.run_modes) else None
     if any(m in AR_DRAFTER_MODES for m in cfg.run_modes):
         drafter = "; ".join(filter(None, [drafter, f"AR draft model: {pipe.ar_drafter.description}, k={cfg.ar_draft_tokens}"]))
     results = ResultsFile(cfg.results_path(), {"config": cfg.results_key(), "drafter": drafter})
@@ -514,6 +537,8 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
             pipe.close()
     summary = summarize([rows[p.id] for p in prompts], cfg.run_modes, cfg.temperature == 0, drafter)
     print(format_table(summary), file=out)
+    if wants_prefill_summary([rows[p.id] for p in prompts], cfg.run_modes):
+        print("\n" + format_prefill_table(summary), file=out)
     print(json.dumps(summary), file=out, flush=True)
     return summary
 

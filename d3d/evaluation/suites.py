@@ -9,6 +9,8 @@ module knows nothing about models or tokenizers.
     "mixed"            40 built-in prompts, 10 each of math, code, chat and writing, interleaved
                        (math-01, code-01, chat-01, writing-01, math-02, ...) so that any limit
                        keeps the mix; written for this project (`mixed.jsonl` beside this module)
+    "longctx"          45 long-context prompts (pass key, multi-key, documentation QA at 1k, 2k and
+                       4k tokens of context), generated offline and scored (`longctx.py`)
     path/to/file.jsonl one JSON object per line with a string "prompt" (and optionally "id");
                        blank lines are ignored, anything else malformed is an error naming the line
 
@@ -30,7 +32,7 @@ HUMANEVAL_TEMPLATE = (
 
 
 MIXED_SUITE = Path(__file__).with_name("mixed.jsonl")
-BUILTIN_SUITES = ("humaneval", "mixed")
+BUILTIN_SUITES = ("humaneval", "mixed", "longctx")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,9 @@ class Prompt:
 
     id: str  # unique within its suite ("HumanEval/0", a JSONL "id", or "line-<n>")
     text: str  # the user turn, before the chat template
+    reference: tuple[str, ...] = ()  # answers a scored suite grades against (longctx.score); () = unscored
+    metric: str = ""  # how `reference` is used (longctx.METRICS); "" = unscored
+    task: str = ""  # task type within a scored suite ("passkey", ...), for per-task scores
 
 
 def load_suite(name_or_path: str, limit: int | None = None) -> list[Prompt]:
@@ -49,6 +54,10 @@ def load_suite(name_or_path: str, limit: int | None = None) -> list[Prompt]:
         prompts = humaneval_prompts()
     elif name_or_path.strip().lower() == "mixed":
         prompts = jsonl_prompts(MIXED_SUITE)
+    elif name_or_path.strip().lower() == "longctx":
+        from d3d.evaluation.longctx import longctx_prompts  # it builds Prompts: imported here, not at the top
+
+        prompts = longctx_prompts()
     else:
         prompts = jsonl_prompts(Path(name_or_path))
     return prompts[:limit] if limit is not None else prompts
@@ -66,7 +75,7 @@ def humaneval_prompts() -> list[Prompt]:
 def jsonl_prompts(path: Path) -> list[Prompt]:
     """Prompts from a JSONL file; D3DError with the line number for any malformed line."""
     if path.suffix.lower() != ".jsonl":
-        raise D3DError(f"unknown suite '{path}' (use 'humaneval', 'mixed' or a path to a .jsonl file)")
+        raise D3DError(f"unknown suite '{path}' (use 'humaneval', 'mixed', 'longctx' or a path to a .jsonl file)")
     if not path.is_file():
         raise D3DError(f"suite file not found: {path}")
     try:

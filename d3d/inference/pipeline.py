@@ -36,6 +36,8 @@ from d3d.inference.engine import (
     sampling_generator,
     speculative_decode,
 )
+from d3d.inference.prefill import DEFAULT_CHUNK_SIZE, PrefillConfig, SelectiveStats, selective_decode
+from d3d.inference.prompt_layout import ChatFrame, chat_frame, protected_tokens
 from d3d.inference.stopping import StopChecker
 from d3d.models import hub
 from d3d.models.decoder import DecoderModel, load_decoder
@@ -107,6 +109,11 @@ class Target:
         else:
             ids = self.tokenizer(prompt)["input_ids"]
         return torch.tensor([list(ids)], device=self.device)
+
+    @cached_property
+    def chat_frame(self) -> ChatFrame:
+        """The chat template's scaffolding around one user turn (selective prefill always keeps it)."""
+        return chat_frame(self.tokenizer)
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
@@ -198,6 +205,7 @@ class Pipeline:
         if ar_draft_tokens < 1:
             raise D3DError(f"AR draft tokens must be at least 1, got {ar_draft_tokens}")
         self.ar_draft_tokens = ar_draft_tokens
+        self.prefill_chunk_size = DEFAULT_CHUNK_SIZE  # selective prefill: tokens per scored chunk
 
     @classmethod
     def load(cls, target: str | None = None, drafter: str | None = None, block_size: int | None = None,
@@ -241,11 +249,16 @@ class Pipeline:
         if "async_runner" in self.__dict__:
             self.async_runner.close()
 
-    def stream(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig, stats: DecodeStats) -> Iterator[list[int]]:
+    def stream(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig, stats: DecodeStats,
+               prefill_keep: float | None = None) -> Iterator[list[int]]:
         """Token chunks for prompt_ids [1, n] in `mode` ("ar", "sync" or "async"; async fills an
-        `AsyncDecodeStats`, see `new_stats`)."""
+        `AsyncDecodeStats`, see `new_stats`). `prefill_keep` (rho in (0, 1], sync only) turns on
+        selective prefill: the target reads about rho of the prompt, so the output may differ
+        from full-prompt decoding; pass a `SelectiveStats` to get its fields."""
         cfg.validate()
         stop = self.target.stop_checker(cfg)
+        if prefill_keep is not None:
+            return self._selective(prompt_ids, mode, cfg, stop, stats, prefill_keep)
         if mode == "ar" and self.target.model is None:
             return self._transformers_ar(prompt_ids, cfg, stats)
         if mode == "ar":
@@ -263,6 +276,17 @@ class Pipeline:
             return speculative_decode(self.target.native("speculative decoding"), source, prompt_ids, cfg, stop, stats)
         raise D3DError(f"unknown mode '{mode}' (choose from {', '.join(NATIVE_MODES)})")
 
+    def _selective(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig, stop: StopChecker,
+                   stats: DecodeStats, keep: float) -> Iterator[list[int]]:
+        """Selective prefill (`prefill.py`) with the template scaffolding and final instruction protected."""
+        if mode != "sync":
+            raise D3DError(f"selective prefill runs with mode sync, not '{mode}'")
+        prefill = PrefillConfig(keep=keep, chunk_size=self.prefill_chunk_size)
+        prefill.validate()
+        protected = protected_tokens(self.target.tokenizer, prompt_ids[0].cpu(), self.target.chat_frame)
+        target = self.target.native("selective prefill")
+        return selective_decode(target, self.drafter.drafter, prompt_ids, protected, prefill, cfg, stop, stats)
+
     def _transformers_ar(self, prompt_ids: Tensor, cfg: GenerationConfig, stats: DecodeStats) -> Iterator[list[int]]:
         """Plain decoding through transformers, for targets the native runtime cannot run (not streamed)."""
         from d3d.inference.baselines import hf_generate
@@ -271,9 +295,10 @@ class Pipeline:
         vars(stats).update({k: v for k, v in vars(hf_stats).items() if k != "mode"})
         yield tokens
 
-    def generate(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
-        stats = new_stats(mode)
-        tokens = [t for chunk in self.stream(prompt_ids, mode, cfg, stats) for t in chunk]
+    def generate(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig,
+                 prefill_keep: float | None = None) -> tuple[list[int], DecodeStats]:
+        stats = new_stats(mode) if prefill_keep is None else SelectiveStats(mode)
+        tokens = [t for chunk in self.stream(prompt_ids, mode, cfg, stats, prefill_keep) for t in chunk]
         return tokens, stats
 
 

@@ -1,0 +1,169 @@
+"""The built-in long-context suite (`--suite longctx`): offline, generated deterministically, scored.
+
+Every prompt is one user turn: a long context, a blank line, then the question (the final
+instruction, which selective prefill always keeps). Task types, each at every context length in
+`LENGTHS` (approximate tokens of context, measured in characters: ~4 characters per token):
+
+    passkey   single-needle retrieval: a five-digit pass key sentence hidden at a seeded depth in
+              repeated filler sentences; metric: the key appears in the answer (1/0)
+    multikey  multi-key retrieval: eight "the code of <name> is <number>" sentences spread
+              through real text (the Python standard library's docstrings); the question asks
+              for one of them; metric: that code appears in the answer and no other code does
+    docqa     question answering over real documents: reference entries of Python standard
+              library functions (signature + docstring, from the running interpreter); the
+              question quotes one entry's summary line and asks for the function's name;
+              metric: the name appears in the answer
+
+Prompt ids are "longctx/<task>-<length>-<nn>". A prompt carries its answer and metric
+(`Prompt.reference`, `Prompt.metric`); `score` grades an answer. Python's own docstrings change
+between Python versions, so the multikey and docqa texts (and the bench's prompt hashes) are tied to
+the interpreter; passkey prompts are identical everywhere. This module knows nothing about models.
+
+    prompts = longctx_prompts(per_task=5)
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import random
+import re
+
+from d3d.evaluation.suites import Prompt
+
+LENGTHS = (1000, 2000, 4000)  # context sizes in approximate tokens (the target's window is 8k)
+CHARS_PER_TOKEN = 4  # rough English / code ratio of the SmolLM2 tokenizer, used to size contexts
+TASKS = ("passkey", "multikey", "docqa")
+MULTIKEY_NEEDLES = 4  # key sentences per multikey prompt
+DOC_MODULES = (  # standard-library modules whose functions make the documents (sorted by name below)
+    "base64", "bisect", "calendar", "colorsys", "copy", "csv", "difflib", "filecmp", "fnmatch", "functools",
+    "glob", "gzip", "hashlib", "heapq", "html", "inspect", "ipaddress", "itertools", "json", "keyword",
+    "linecache", "locale", "operator", "os.path", "pickle", "platform", "pprint", "random", "re", "shlex",
+    "shutil", "statistics", "string", "tempfile", "textwrap", "timeit", "tokenize", "unicodedata", "urllib.parse",
+    "uuid", "warnings", "zipfile", "zlib",
+)
+FILLER = ("The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. ")
+NAMES = ("amber", "birch", "cobalt", "delta", "ember", "falcon", "garnet", "harbor", "indigo", "juniper",
+         "kestrel", "lotus", "marble", "nectar", "onyx", "pepper", "quartz", "raven", "saffron", "tundra")
+METRICS = ("contains", "contains-only")
+
+
+def longctx_prompts(per_task: int = 5, lengths: tuple[int, ...] = LENGTHS, tasks: tuple[str, ...] = TASKS) -> list[Prompt]:
+    """The suite: for each length, for each task, `per_task` prompts, interleaved so that any limit
+    keeps the mix (passkey-1000-00, multikey-1000-00, docqa-1000-00, passkey-1000-01, ...)."""
+    makers = {"passkey": passkey_prompt, "multikey": multikey_prompt, "docqa": docqa_prompt}
+    return [makers[task](length, i) for length in lengths for i in range(per_task) for task in tasks]
+
+
+def _rng(task: str, length: int, index: int) -> random.Random:
+    return random.Random(f"d3d-longctx/{task}/{length}/{index}")
+
+
+def _pid(task: str, length: int, index: int) -> str:
+    return f"longctx/{task}-{length}-{index:02d}"
+
+
+def passkey_prompt(length: int, index: int) -> Prompt:
+    """Single-needle retrieval in repeated filler."""
+    rng = _rng("passkey", length, index)
+    key = str(rng.randint(10000, 99999))
+    reps = max(1, length * CHARS_PER_TOKEN // len(FILLER))
+    depth = rng.randint(0, reps - 1)
+    needle = f"The pass key is {key}. Remember it. {key} is the pass key. "
+    context = "".join(needle + FILLER if i == depth else FILLER for i in range(reps))
+    text = (f"There is important information hidden inside a lot of irrelevant text. Find it and memorize it.\n\n"
+            f"{context.strip()}\n\nWhat is the pass key? Answer with the number only.")
+    return Prompt(_pid("passkey", length, index), text, (key,), "contains", "passkey")
+
+
+def multikey_prompt(length: int, index: int) -> Prompt:
+    """Multi-key retrieval: several coded names spread through real text, one asked for."""
+    rng = _rng("multikey", length, index)
+    paragraphs = _doc_paragraphs(rng, length * CHARS_PER_TOKEN)
+    names = rng.sample(NAMES, MULTIKEY_NEEDLES)
+    codes = [str(c) for c in rng.sample(range(1000, 9999), MULTIKEY_NEEDLES)]
+    slots = sorted(rng.sample(range(len(paragraphs) + 1), MULTIKEY_NEEDLES))
+    for offset, (slot, name, code) in enumerate(zip(slots, names, codes)):
+        paragraphs.insert(slot + offset, f"The secret code of {name} is {code}.")
+    asked = rng.randrange(MULTIKEY_NEEDLES)
+    others = tuple(c for i, c in enumerate(codes) if i != asked)
+    text = ("Below is some documentation with a few secret codes hidden in it.\n\n" + "\n".join(paragraphs)
+            + f"\n\nWhat is the secret code of {names[asked]}? Answer with the number only.")
+    return Prompt(_pid("multikey", length, index), text, (codes[asked], *others), "contains-only", "multikey")
+
+
+def docqa_prompt(length: int, index: int) -> Prompt:
+    """Name the function whose reference entry (in the context) has the quoted summary line."""
+    rng = _rng("docqa", length, index)
+    entries = list(_function_entries())
+    rng.shuffle(entries)
+    chosen, size = [], 0
+    for entry in entries:
+        if size >= length * CHARS_PER_TOKEN:
+            break
+        chosen.append(entry)
+        size += len(entry[2])
+    name, summary, _ = chosen[rng.randrange(len(chosen))]
+    text = ("Below are reference entries of Python functions.\n\n" + "\n\n".join(e[2] for e in chosen)
+            + f'\n\nWhich function is described as "{summary}"? Answer with the function name only.')
+    return Prompt(_pid("docqa", length, index), text, (name,), "contains", "docqa")
+
+
+def _function_entries() -> list[tuple[str, str, str]]:
+    """(qualified name, summary line, entry text) of documented public functions of DOC_MODULES,
+    sorted by name; only functions whose summary line is unique and at least five words long."""
+    found = {}
+    for module_name in DOC_MODULES:
+        module = importlib.import_module(module_name)
+        for name, obj in inspect.getmembers(module, inspect.isfunction):
+            doc = inspect.getdoc(obj)
+            if name.startswith("_") or not doc or getattr(obj, "__module__", "") not in (module.__name__, module_name):
+                continue
+            summary = doc.split("\n\n")[0].replace("\n", " ").strip()
+            if len(summary.split()) < 5 or len(summary) > 200:
+                continue
+            try:
+                signature = str(inspect.signature(obj))
+            except (TypeError, ValueError):
+                signature = "(...)"
+            qualified = f"{module_name}.{name}"
+            body = doc if len(doc) < 1500 else doc[:1500].rsplit("\n", 1)[0]
+            found[qualified] = (qualified, summary, f"{qualified}{signature}\n{body}")
+    summaries = [e[1] for e in found.values()]
+    return [found[k] for k in sorted(found) if summaries.count(found[k][1]) == 1]
+
+
+def _doc_paragraphs(rng: random.Random, chars: int) -> list[str]:
+    """Seeded paragraphs of standard-library docstrings totalling about `chars` characters."""
+    paragraphs = [p.replace("\n", " ").strip() for e in _function_entries() for p in e[2].split("\n\n")[1:]]
+    paragraphs = [p for p in paragraphs if len(p) > 60]
+    rng.shuffle(paragraphs)
+    out, size = [], 0
+    for p in paragraphs:
+        if size >= chars:
+            break
+        out.append(p)
+        size += len(p) + 1
+    return out
+
+
+def score(prompt: Prompt, answer: str) -> float | None:
+    """The task metric of one answer (1.0 / 0.0), or None for a prompt without a reference.
+
+    contains       the first reference appears in the answer (numbers as whole numbers; names
+                   case-insensitively, with or without the module prefix)
+    contains-only  as contains, and none of the other references (distractor codes) appear
+    """
+    if not prompt.reference:
+        return None
+    hit = _mentions(answer, prompt.reference[0])
+    if prompt.metric == "contains-only":
+        hit = hit and not any(_mentions(answer, other) for other in prompt.reference[1:])
+    return float(hit)
+
+
+def _mentions(answer: str, reference: str) -> bool:
+    if reference.isdigit():
+        return re.search(rf"(?<!\d){reference}(?!\d)", answer) is not None
+    text = answer.lower()
+    return reference.lower() in text or reference.rsplit(".", 1)[-1].lower() in re.findall(r"[\w]+", text)
