@@ -1,0 +1,123 @@
+"""OpenAI-compatible request and response shapes of `d3d serve` (pydantic), and the error body.
+
+The fields follow OpenAI's API as vLLM implements it: `max_tokens` / `max_completion_tokens`,
+`temperature`, `top_p`, `top_k` (a vLLM extension), `seed`, `stop`, `n` (1 only), `stream` and
+`stream_options.include_usage`. Unknown fields are ignored, as vLLM does; a known field of the
+wrong type or out of range is a 400. Fields named `d3d_*` are this server's own extensions
+(`D3DExtensions`); new ones go there.
+
+Errors have the shape {"error": {"message", "type", "param", "code"}}.
+
+This module knows nothing about models or the engine loop.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    include_usage: bool = False  # send a last chunk with `usage` (and no choices) before [DONE]
+
+
+class D3DExtensions(BaseModel):
+    """Request fields of this server beyond OpenAI's (all optional)."""
+
+    d3d_speculative: bool = True  # False: plain decoding for this request (the load test's baseline)
+    d3d_stats: bool = False  # streamed chunks carry {"d3d": {"tokens": n}}, the token count of each chunk
+    # Room for more per-request switches, e.g. the selective-prefill retention `d3d_prefill_keep`.
+
+
+class SamplingFields(D3DExtensions):
+    """Fields shared by both endpoints."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: str | None = None  # must name the served model when given
+    max_tokens: int | None = Field(default=None, ge=1)  # generation budget (default: see each endpoint)
+    temperature: float = Field(default=1.0, ge=0, allow_inf_nan=False)  # 0 = greedy
+    top_p: float = Field(default=1.0, gt=0, le=1, allow_inf_nan=False)  # nucleus threshold
+    top_k: int = Field(default=0, ge=-1)  # keep the k most likely tokens; 0 or -1 = off
+    seed: int | None = None  # sampling seed (default 0, so unseeded requests are reproducible too)
+    stop: str | list[str] | None = None  # stop strings; the output ends before the first one
+    n: int = Field(default=1, ge=1, le=1)  # choices per request: only 1
+    stream: bool = False  # server-sent events ending with `data: [DONE]`
+    stream_options: StreamOptions | None = None  # include_usage
+    user: str | None = None  # accepted and ignored
+
+    def stop_strings(self) -> tuple[str, ...]:
+        if self.stop is None:
+            return ()
+        return (self.stop,) if isinstance(self.stop, str) else tuple(self.stop)
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.include_usage)
+
+
+class CompletionRequest(SamplingFields):
+    """POST /v1/completions: raw text (no chat template) or token ids."""
+
+    prompt: str | list[int] | list[str]  # one prompt: a string, a list of token ids, or a 1-element list
+
+
+class TextPart(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    role: str  # system, user, assistant ...
+    content: str | list[TextPart] | None = None  # text, or text parts (joined)
+
+    def text(self) -> str:
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text for part in self.content)
+
+
+class ChatCompletionRequest(SamplingFields):
+    """POST /v1/chat/completions: messages through the target's chat template."""
+
+    messages: list[ChatMessage]
+    max_completion_tokens: int | None = Field(default=None, ge=1)  # the newer name of max_tokens
+
+    def budget(self) -> int | None:
+        return self.max_completion_tokens if self.max_completion_tokens is not None else self.max_tokens
+
+
+def error_body(message: str, status: int, param: str | None = None) -> dict:
+    """The OpenAI error shape; `type` is the error class vLLM reports for the status."""
+    kinds = {400: "BadRequestError", 404: "NotFoundError", 429: "RateLimitError", 503: "ServiceUnavailableError"}
+    return {"error": {"message": message, "type": kinds.get(status, "InternalServerError"), "param": param,
+                      "code": status}}
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex}"
+
+
+def now_s() -> int:
+    return int(time.time())
+
+
+def usage(prompt_tokens: int, completion_tokens: int) -> dict:
+    return {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens}
+
+
+def finish_reason(stop_reason: str) -> str:
+    """OpenAI's finish_reason for an engine stop reason."""
+    return "stop" if stop_reason in ("eos", "stop_string") else "length"
