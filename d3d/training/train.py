@@ -38,6 +38,7 @@ import sys
 import time
 import types
 import typing
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -58,6 +59,7 @@ from d3d.inference.stopping import StopChecker
 from d3d.models import hub
 from d3d.models.decoder import DecoderModel, build_from_state, load_decoder
 from d3d.models.drafter import (
+    LABEL_CONVENTIONS,
     SHARED_KEYS,
     Drafter,
     DrafterConfig,
@@ -65,7 +67,9 @@ from d3d.models.drafter import (
     load_drafter_body,
     read_drafter_config,
 )
-from d3d.training.losses import LossConfig, drafter_losses
+from d3d.inference.offline import offline_acceptance
+from d3d.training.draft_vocab import frequent_tokens
+from d3d.training.losses import LossConfig, VocabSubset, drafter_losses
 from d3d.training.packing import (
     Example,
     PackedBatch,
@@ -81,7 +85,9 @@ from d3d.training.packing import (
 )
 
 MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
-MODEL_FIELDS = ("target", "init", "layers", "num_layers", "freeze_embeddings", "block_size")  # must match to resume
+MODEL_FIELDS = ("target", "init", "layers", "num_layers", "freeze_embeddings", "block_size", "labels",
+                "draft_vocab_size")  # must match to resume
+DEFAULT_LABELS = "same-position"  # label convention of a drafter trained from a pretrained model
 STATE_FILE = "trainer_state.json"
 CONFIG_FILE = "train_config.json"
 
@@ -97,6 +103,8 @@ class TrainConfig:
     layers: list[int] | None = None  # layers of `init` kept, e.g. 0,1,2,3 (None = first num_layers; a drafter's all)
     num_layers: int = 0  # with layers unset: keep the first N layers of `init` (0 = all, the paper's full depth)
     block_size: int = 16  # B: one anchor + B-1 mask tokens
+    labels: str | None = None  # block-row labels: same-position (the paper's) or next-token (None = init drafter's, else DEFAULT_LABELS)
+    draft_vocab_size: int = 0  # project the loss onto the N tokens the target writes most in the data (0 = whole vocabulary)
     num_anchors: int = 128  # K: anchors sampled per response (clamped to T-1)
     lambda_ar: float = 1.0  # weight of the auxiliary AR loss (0 = diffusion only)
     diffusion_weight: float = 1.0  # weight of L_diff (0 with lambda_ar 1 = an AR drafter, the classic baseline)
@@ -125,6 +133,9 @@ class TrainConfig:
     eval_every: int = 500  # optimizer steps between validations, also run at step 0 and at the end (0 = never)
     eval_prompts: int = 8  # dev prompts decoded per validation
     eval_max_new_tokens: int = 64  # tokens generated per validation prompt
+    eval_real: bool = True  # validation also decodes eval_prompts prompts with the real target (real tau; slow on a CPU)
+    eval_rows: int = 0  # dev rows of the offline acceptance logged at every validation (0 = all)
+    threads: int = 0  # torch intra-op threads of this process (0 = torch's default)
     log_every: int = 1  # optimizer steps between train log lines
     log_file: str | None = None  # JSONL metrics (None = <output_dir>/log.jsonl)
 
@@ -159,6 +170,8 @@ class TrainConfig:
             (self.eval_max_new_tokens >= 1 and self.log_every >= 1, "eval max new tokens and log every must be >= 1"),
             (self.layers is None or (bool(self.layers) and min(self.layers) >= 0), "layers must be non-negative indices"),
             (self.num_layers >= 0 and (self.warmup_steps or 0) >= 0, "num layers and warmup steps must be >= 0"),
+            (self.labels is None or self.labels in LABEL_CONVENTIONS, f"labels must be one of {', '.join(LABEL_CONVENTIONS)}"),
+            (min(self.draft_vocab_size, self.eval_rows, self.threads) >= 0, "draft vocab size, eval rows, threads >= 0"),
         ]
         for ok, message in checks:
             if not ok:
@@ -221,6 +234,7 @@ class ModelFacts:
     fingerprint: str  # target tokenizer fingerprint ("" when the target ships no tokenizer)
     eos_ids: tuple[int, ...]  # end-of-sequence ids (for validation decoding)
     init_drafter: DrafterConfig | None = None  # set when `init` is a saved drafter
+    labels: str = DEFAULT_LABELS  # label convention of the block rows
 
 
 def resolve_models(cfg: TrainConfig) -> ModelFacts:
@@ -244,7 +258,7 @@ def resolve_models(cfg: TrainConfig) -> ModelFacts:
         target_dir=target_dir, init_dir=init_dir, init_config=init_cfg,
         layers=_drafter_layers(cfg, init_cfg.num_hidden_layers), vocab_size=target_cfg.vocab_size,
         mask_token_id=_mask_token_id(cfg, tokenizer, target_cfg.vocab_size), fingerprint=fingerprint,
-        eos_ids=_eos_ids(target_dir, target_cfg, tokenizer),
+        eos_ids=_eos_ids(target_dir, target_cfg, tokenizer), labels=cfg.labels or DEFAULT_LABELS,
     )
 
 
@@ -269,10 +283,12 @@ def _resolve_drafter_init(cfg: TrainConfig, target_dir: Path) -> ModelFacts:
     mask = drafter_cfg.mask_token_id if cfg.mask_token_id is None else cfg.mask_token_id
     if mask != drafter_cfg.mask_token_id:
         raise D3DError(f"drafter {cfg.init} uses mask token {drafter_cfg.mask_token_id}, not {mask}")
+    if cfg.labels is not None and cfg.labels != drafter_cfg.labels:
+        raise D3DError(f"drafter {cfg.init} was trained with {drafter_cfg.labels} labels, not {cfg.labels}")
     return ModelFacts(
         target_dir=target_dir, init_dir=Path(cfg.init), init_config=model_cfg, layers=layers,
         vocab_size=target_cfg.vocab_size, mask_token_id=mask, fingerprint=fingerprint,
-        eos_ids=_eos_ids(target_dir, target_cfg, tokenizer), init_drafter=drafter_cfg,
+        eos_ids=_eos_ids(target_dir, target_cfg, tokenizer), init_drafter=drafter_cfg, labels=drafter_cfg.labels,
     )
 
 
@@ -373,11 +389,14 @@ def load_data(
 class DrafterObjective(nn.Module):
     """The drafter body and its loss in one module, so that DDP/FSDP/DeepSpeed wrap a single forward."""
 
-    def __init__(self, model: DecoderModel, loss: LossConfig, teacher: DecoderModel | None = None) -> None:
+    def __init__(self, model: DecoderModel, loss: LossConfig, teacher: DecoderModel | None = None,
+                 vocab: VocabSubset | None = None) -> None:
         super().__init__()
         self.model = model
         self.loss = loss
         self._teacher = [teacher] if teacher is not None else []  # a list: not a submodule, never trained or saved
+        self.register_buffer("vocab_ids", None if vocab is None else vocab.ids, persistent=False)  # [n] or None
+        self.register_buffer("vocab_index", None if vocab is None else vocab.index, persistent=False)  # [vocab]
 
     @property
     def teacher(self) -> DecoderModel | None:
@@ -389,7 +408,8 @@ class DrafterObjective(nn.Module):
         return super()._apply(fn, *args, **kwargs)
 
     def forward(self, **batch: Tensor) -> dict[str, Tensor]:
-        return drafter_losses(self.model, PackedBatch.from_dict(batch), self.loss, self.teacher).as_dict()
+        vocab = None if self.vocab_ids is None else VocabSubset(self.vocab_ids, self.vocab_index)
+        return drafter_losses(self.model, PackedBatch.from_dict(batch), self.loss, self.teacher, vocab).as_dict()
 
 
 def build_drafter_body(cfg: TrainConfig, facts: ModelFacts) -> DecoderModel:
@@ -437,10 +457,11 @@ def load_teacher(cfg: TrainConfig, facts: ModelFacts) -> DecoderModel | None:
 
 
 def drafter_from_state(
-    state: dict[str, Tensor], cfg: TrainConfig, facts: ModelFacts, dtype: torch.dtype, device, target: DecoderModel | None
+    state: dict[str, Tensor], cfg: TrainConfig, facts: ModelFacts, dtype: torch.dtype, device, target: DecoderModel | None,
+    vocab_ids: Tensor | None = None,
 ) -> Drafter:
-    """An inference drafter from the training module's (gathered) state dict."""
-    body_state = {k.removeprefix("model."): v.detach() for k, v in state.items()}
+    """An inference drafter from the training module's (gathered) state dict; `vocab_ids` = its drafting vocabulary."""
+    body_state = {k.removeprefix("model."): v.detach() for k, v in state.items() if not k.startswith("vocab_")}
     external = SHARED_KEYS if cfg.freeze_embeddings else ()
     body_state = {k: v for k, v in body_state.items() if k not in external}
     body = build_from_state(facts.init_config, facts.layers, body_state, dtype, device, external, "training state")
@@ -449,12 +470,25 @@ def drafter_from_state(
         base_model=base or hub.DEFAULT_TARGET, layers=list(facts.layers), block_size=cfg.block_size,
         mask_token_id=facts.mask_token_id, shared_embeddings=cfg.freeze_embeddings, vocab_size=facts.vocab_size,
         tokenizer_fingerprint=facts.fingerprint, trained=True,
-        objective="ar" if cfg.diffusion_weight == 0 and cfg.teacher is None else "diffusion",
+        objective="ar" if cfg.diffusion_weight == 0 and cfg.teacher is None else "diffusion", labels=facts.labels,
     )
     drafter = Drafter(body, config)
     if cfg.freeze_embeddings and target is not None:
         drafter.share_embeddings_with(target)
+    if vocab_ids is not None:
+        drafter.set_draft_vocab(vocab_ids)
+        drafter.config.draft_vocab = {"size": int(vocab_ids.numel()), "data": list(cfg.data), "by": "d3d train"}
     return drafter.eval()
+
+
+def training_vocab(examples: Sequence[Example], size: int, facts: ModelFacts) -> tuple[VocabSubset, float]:
+    """The `size` tokens the target writes most in the training responses (plus eos), and their coverage."""
+    counts = Counter()
+    for example in examples:
+        counts.update(example.response_ids.tolist())
+    ids = frequent_tokens(counts, size, facts.eos_ids, facts.vocab_size)
+    covered = sum(counts[t] for t in ids) / max(1, sum(counts.values()))
+    return VocabSubset.from_ids(torch.tensor(ids), facts.vocab_size), covered
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,8 +520,16 @@ def measure_tau(
     return {"tau": appended / rounds if rounds else 0.0, "rounds": rounds, "new_tokens": new, "prompts": len(usable)}
 
 
+def offline_metrics(drafter: Drafter, dev: Sequence[Example]) -> dict:
+    """Offline acceptance (`d3d.inference.offline`) of the dev rows, as validation log fields."""
+    result = offline_acceptance(drafter, [(e.prompt_ids, e.response_ids) for e in dev])
+    return {"offline_tau": result.tau_sim, "offline_mean_accepted": result.mean_accepted,
+            "offline_alpha": result.alpha, "offline_rows": result.rows}
+
+
 @torch.no_grad()
-def dev_losses(model: DecoderModel, dev: Sequence[Example], packing: PackingConfig, loss: LossConfig, seed: int) -> dict:
+def dev_losses(model: DecoderModel, dev: Sequence[Example], packing: PackingConfig, loss: LossConfig, seed: int,
+               vocab: VocabSubset | None = None) -> dict:
     """Mean L_diff / L_AR over dev examples, each packed alone with anchors seeded as in epoch 0."""
     if not dev:
         return {}
@@ -495,7 +537,7 @@ def dev_losses(model: DecoderModel, dev: Sequence[Example], packing: PackingConf
     diff = ar = 0.0
     for i in range(len(data)):
         batch = {k: v.to(model.device) for k, v in collate([data[i]], packing.mask_token_id).items()}
-        parts = drafter_losses(model, PackedBatch.from_dict(batch), loss)
+        parts = drafter_losses(model, PackedBatch.from_dict(batch), loss, vocab=vocab)
         diff, ar = diff + float(parts.diff), ar + float(parts.ar)
     return {"dev_loss_diff": diff / len(data), "dev_loss_ar": ar / len(data)}
 
@@ -512,6 +554,7 @@ class Progress:
     epoch: int = 0  # epoch being consumed
     batches: int = 0  # micro-batches of `epoch` this process consumed up to the last optimizer step
     rows: int = 0  # real query rows trained on, all processes, as of the last train log line
+    tokens: int = 0  # response tokens trained on (each example's once per pass), as of the last train log line
     seconds: float = 0.0  # training wall time so far (validation and saving excluded)
 
 
@@ -550,9 +593,10 @@ class Trainer:
         self.main = accelerator.is_main_process
         self.progress = Progress()
         self.log = JsonlLog(cfg.log_path, self.main)
-        self.packing = PackingConfig(cfg.block_size, cfg.num_anchors, facts.mask_token_id)
+        self.packing = PackingConfig(cfg.block_size, cfg.num_anchors, facts.mask_token_id, facts.labels)
         self.loss = LossConfig(cfg.block_size, cfg.lambda_ar, cfg.gamma, cfg.loss_chunk_rows, cfg.diffusion_weight,
-                               cfg.kd_delta)
+                               cfg.kd_delta, facts.labels)
+        self.vocab: VocabSubset | None = None  # the drafting vocabulary the loss projects onto
         self.eval_target: DecoderModel | None = None
         self.last_eval_step = -1
         self.last_tau: float | None = None  # the latest validation tau (recorded in the saved drafter)
@@ -572,7 +616,12 @@ class Trainer:
         self.sampler = TokenBudgetBatchSampler(self.dataset.lengths(), cfg.batch_size, cfg.max_batch_tokens, cfg.seed)
         loader = DataLoader(self.dataset, batch_sampler=self.sampler, collate_fn=self._collate)
         self.total_steps = self._total_steps()
-        module = DrafterObjective(build_drafter_body(cfg, self.facts), self.loss, load_teacher(cfg, self.facts))
+        if cfg.draft_vocab_size:
+            self.vocab, covered = training_vocab(train_rows, cfg.draft_vocab_size, self.facts)
+            self.data_report["draft_vocab_coverage"] = round(covered, 4)
+            self.say(f"drafting vocabulary: {self.vocab.ids.numel()} tokens, {covered:.1%} of the response tokens")
+        module = DrafterObjective(build_drafter_body(cfg, self.facts), self.loss, load_teacher(cfg, self.facts),
+                                  self.vocab)
         optimizer = torch.optim.AdamW(_param_groups(module, cfg.weight_decay), lr=cfg.lr)
         scheduler = self._scheduler(optimizer)
         prepared = self.accelerator.prepare(module, optimizer, loader, scheduler)
@@ -706,9 +755,10 @@ class Trainer:
     def _log_train(self, bar) -> None:
         values = self.meter.collect(self.accelerator)
         self.progress.rows += int(values.pop("rows_total"))
+        self.progress.tokens += int(values.pop("tokens_total"))
         record = {"kind": "train", "step": self.progress.step, "epoch": self.progress.epoch, **values,
                   "lr": self.scheduler.get_last_lr()[0], "rows_seen": self.progress.rows,
-                  "elapsed_s": round(self.progress.seconds, 3)}
+                  "tokens_seen": self.progress.tokens, "elapsed_s": round(self.progress.seconds, 3)}
         self.log.write(record)
         bar.set_postfix(loss=f"{values['loss']:.3f}", diff=f"{values['loss_diff']:.3f}", ar=f"{values['loss_ar']:.3f}")
 
@@ -726,15 +776,21 @@ class Trainer:
     def _evaluate_on_main(self, state: dict[str, Tensor]) -> None:
         started = time.perf_counter()
         target = self._eval_target()
-        drafter = drafter_from_state(state, self.cfg, self.facts, target.dtype, target.device, target)
-        prompts = [e.prompt_ids for e in self.dev[: self.cfg.eval_prompts]]
-        result = measure_tau(target, drafter, prompts, self.cfg.eval_max_new_tokens, self.facts.eos_ids)
-        result |= dev_losses(drafter.model, self.dev[: self.cfg.eval_prompts], self.packing, self.loss, self.cfg.seed)
-        result = {"kind": "eval", "step": self.progress.step, **result, "eval_s": round(time.perf_counter() - started, 2)}
-        self.last_tau = result["tau"]
+        vocab_ids = None if self.vocab is None else self.vocab.ids
+        drafter = drafter_from_state(state, self.cfg, self.facts, target.dtype, target.device, target, vocab_ids)
+        result = offline_metrics(drafter, self.dev[: self.cfg.eval_rows or None])
+        if self.cfg.eval_real:
+            prompts = [e.prompt_ids for e in self.dev[: self.cfg.eval_prompts]]
+            result |= measure_tau(target, drafter, prompts, self.cfg.eval_max_new_tokens, self.facts.eos_ids)
+        result |= dev_losses(drafter.model, self.dev[: self.cfg.eval_prompts], self.packing, self.loss, self.cfg.seed,
+                             self.vocab)
+        result = {"kind": "eval", "step": self.progress.step, "tokens_seen": self.progress.tokens, **result,
+                  "eval_s": round(time.perf_counter() - started, 2)}
+        self.last_tau = result.get("tau", result["offline_tau"])
         self.log.write(result)
-        self.say(f"step {self.progress.step}: validation tau {result['tau']:.3f} over {result['prompts']} prompts"
-                 + (f", dev loss diff {result['dev_loss_diff']:.3f} ar {result['dev_loss_ar']:.3f}" if self.dev else ""))
+        real = f"validation tau {result['tau']:.3f} over {result['prompts']} prompts, " if "tau" in result else ""
+        self.say(f"step {self.progress.step}: {real}offline tau {result['offline_tau']:.3f} over "
+                 f"{result['offline_rows']} rows, dev loss diff {result['dev_loss_diff']:.3f} ar {result['dev_loss_ar']:.3f}")
 
     def _eval_target(self) -> DecoderModel:
         if self.eval_target is None:
@@ -768,7 +824,8 @@ class Trainer:
         final = self.out / "drafter"
         if self.main:
             dtype = torch.bfloat16 if self.accelerator.mixed_precision == "bf16" else torch.float32
-            drafter = drafter_from_state(state, self.cfg, self.facts, dtype, "cpu", None)
+            drafter = drafter_from_state(state, self.cfg, self.facts, dtype, "cpu", None,
+                                         None if self.vocab is None else self.vocab.ids.cpu())
             drafter.config.training = {**asdict(self.cfg), "steps": self.progress.step, "rows_seen": self.progress.rows,
                                        "validation_tau": self.last_tau}
             partial = self.out / ".drafter.partial"
@@ -790,7 +847,7 @@ class Trainer:
 class StepMeter:
     """Sums of per-micro-batch loss parts between log lines, kept on the device (no per-step sync)."""
 
-    KEYS = ("total", "diff", "ar", "rows", "diff_rows", "ar_rows", "kl")
+    KEYS = ("total", "diff", "ar", "rows", "diff_rows", "ar_rows", "kl", "dropped")
 
     def __init__(self) -> None:
         self.reset()
@@ -823,9 +880,12 @@ class StepMeter:
             "grad_norm": None if self.grad_norm is None else float(self.grad_norm),
             "rows_per_step": totals[3] / steps, "diff_rows_per_step": totals[4] / steps,
             "ar_rows_per_step": totals[5] / steps, "step_s": round(self.seconds / steps, 4), "rows_total": totals[3],
+            "tokens_total": totals[5],
         }
         if totals[6]:
             record["loss_kl"] = means[6]
+        if totals[7]:
+            record["dropped_labels_per_step"] = totals[7] / steps  # outside the drafting vocabulary
         self.reset()
         return record
 
@@ -871,6 +931,8 @@ def train(cfg: TrainConfig, on_step: Callable[[Trainer], None] | None = None) ->
     `on_step` is called on every process after each optimizer step (tests use it to interrupt).
     """
     cfg.validate()
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
     accelerator = Accelerator(
         gradient_accumulation_steps=cfg.grad_accum, mixed_precision=resolve_mixed_precision(cfg.mixed_precision),
         step_scheduler_with_optimizer=False,

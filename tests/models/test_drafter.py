@@ -78,3 +78,15 @@ def test_vocabulary_mismatch_is_rejected(tiny_llama_dir, tmp_path):
     drafter.save_pretrained(tmp_path / "d")
     with pytest.raises(D3DError, match="vocabulary"):
         Drafter.from_pretrained(tmp_path / "d", target=other)
+
+
+def test_next_token_labels_read_the_rows_one_before_same_position(tiny_llama_dir):
+    target = load_decoder(tiny_llama_dir, dtype=torch.float64)
+    same = Drafter.from_base(tiny_llama_dir, [0, 1], 6, 96, "", target=target, dtype=torch.float64)
+    nxt = Drafter.from_base(tiny_llama_dir, [0, 1], 6, 96, "", target=target, dtype=torch.float64,
+                            labels="next-token")
+    ids = torch.arange(3, 12)[None]
+    a, b = same.draft_logits(same.new_cache(), ids), nxt.draft_logits(nxt.new_cache(), ids)
+    assert a.shape == b.shape == (1, 5, 97)
+    torch.testing.assert_close(b[:, 1:], a[:, :-1])  # drafted token j+1 under next-token = row j
+    assert not torch.allclose(b[:, 0], a[:, 0])

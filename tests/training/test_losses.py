@@ -11,6 +11,7 @@ import torch
 from d3d.models.decoder import load_decoder
 from d3d.training.losses import (
     LossConfig,
+    VocabSubset,
     adjusted_teacher,
     chunked_cross_entropy,
     default_gamma,
@@ -22,35 +23,43 @@ from d3d.training.packing import IGNORE, Example, PackedBatch, PackingConfig, co
 MASK_ID = 96
 
 
-def tiny_batch(block_size: int = 4) -> PackedBatch:
+def tiny_batch(block_size: int = 4, labels: str = "same-position") -> PackedBatch:
     """Two examples of different lengths; anchors adjacent and near the end of the response."""
     g = np.random.default_rng(0)
-    cfg = PackingConfig(block_size=block_size, num_anchors=4, mask_token_id=MASK_ID)
+    cfg = PackingConfig(block_size=block_size, num_anchors=4, mask_token_id=MASK_ID, labels=labels)
     a = Example(g.integers(0, 90, 3).astype(np.int32), g.integers(0, 90, 9).astype(np.int32))
     b = Example(g.integers(0, 90, 5).astype(np.int32), g.integers(0, 90, 4).astype(np.int32))
     packed = [pack_example(a, np.array([0, 1, 6, 7]), cfg), pack_example(b, np.array([1, 2]), cfg)]
     return PackedBatch.from_dict(collate(packed, MASK_ID))
 
 
-def by_hand(model, batch: PackedBatch, gamma: float) -> tuple[float, float]:
-    """L_diff and L_AR per DESIGN.md with plain loops over full logits, averaged over the two examples."""
+def by_hand(model, batch: PackedBatch, gamma: float, offset: int = 0, vocab=None) -> tuple[float, float]:
+    """L_diff and L_AR per DESIGN.md with plain loops over full logits, averaged over the two examples.
+
+    offset 1: next-token labels (row j predicts drafted token j+1). vocab: softmax over those ids
+    only, labels outside skipped."""
     with torch.no_grad():
         logits = model(batch.rows()).double()
+    if vocab is not None:
+        keep = torch.zeros(logits.shape[-1], dtype=torch.bool)
+        keep[vocab] = True
+        logits = logits.masked_fill(~keep, float("-inf"))
     nc, (b, k, bs) = batch.input_ids.shape[1], batch.block_labels.shape
     blocks = logits[:, nc:].reshape(b, k, bs, -1)
     diffs, ars = [], []
     for i in range(b):
         num = den = 0.0
         for kk in range(k):
-            for j in range(1, bs):
+            for j in range(1 - offset, bs - offset):
                 y = int(batch.block_labels[i, kk, j])
-                if y != IGNORE:
-                    w = math.exp(-(j - 1) / gamma)
+                if y != IGNORE and (vocab is None or y in vocab):
+                    w = math.exp(-(j + offset - 1) / gamma)
                     num += w * -float(torch.log_softmax(blocks[i, kk, j], -1)[y])
                     den += w
         diffs.append(num / den)
         ce = [-float(torch.log_softmax(logits[i, r], -1)[int(batch.ar_labels[i, r])])
-              for r in range(nc) if int(batch.ar_labels[i, r]) != IGNORE]
+              for r in range(nc) if int(batch.ar_labels[i, r]) != IGNORE
+              and (vocab is None or int(batch.ar_labels[i, r]) in vocab)]
         ars.append(sum(ce) / len(ce))
     return sum(diffs) / b, sum(ars) / b
 
@@ -61,6 +70,28 @@ def test_position_weights_and_default_gamma():
     assert w[0] == 0 and w[1] == 1
     torch.testing.assert_close(w[1:], torch.exp(-torch.arange(15, dtype=torch.float64) / 7.0))
     assert LossConfig(block_size=8).decay == 3.5 and LossConfig(block_size=8, gamma=2.0).decay == 2.0
+
+
+def test_next_token_weights_follow_the_drafted_token():
+    w = position_weights(5, 2.0, "next-token")
+    torch.testing.assert_close(w, torch.tensor([1.0, math.exp(-0.5), math.exp(-1.0), math.exp(-1.5), 0.0],
+                                               dtype=torch.float64))
+
+
+@pytest.mark.parametrize("labels", ["same-position", "next-token"])
+def test_loss_with_a_drafting_vocabulary_and_either_convention_matches_by_hand(tiny_llama_dir, labels):
+    model = load_decoder(tiny_llama_dir).double()
+    batch = tiny_batch(labels=labels)
+    supervised = batch.block_labels[batch.block_labels != IGNORE].unique().tolist()
+    vocab = sorted(set(range(0, 97, 3)) | set(supervised[: len(supervised) // 2]))  # some labels fall outside
+    cfg = LossConfig(block_size=4, lambda_ar=1.0, gamma=1.5, labels=labels)
+    diff, ar = by_hand(model, batch, 1.5, offset=int(labels == "next-token"), vocab=vocab)
+    parts = drafter_losses(model, batch, cfg, vocab=VocabSubset.from_ids(torch.tensor(vocab), 97))
+    assert parts.diff.item() == pytest.approx(diff, rel=1e-9)
+    assert parts.ar.item() == pytest.approx(ar, rel=1e-9)
+    outside = [y for y in batch.block_labels.flatten().tolist() + batch.ar_labels.flatten().tolist()
+               if y != IGNORE and y not in vocab]
+    assert int(parts.dropped) == len(outside) > 0
 
 
 @pytest.mark.parametrize("lambda_ar", [1.0, 0.5, 0.0])

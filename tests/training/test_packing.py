@@ -89,6 +89,15 @@ def test_labels_follow_the_index_conventions():
     assert no_prompt.ar_labels.tolist() == [21, 22, 23, 24, 25, IGNORE]  # r_1 has no predecessor
 
 
+def test_next_token_labels_shift_by_one_row():
+    example = Example(np.array([10, 11], dtype=np.int32), np.array([20, 21, 22, 23, 24, 25], dtype=np.int32))
+    cfg = PackingConfig(block_size=4, mask_token_id=MASK_ID, labels="next-token")
+    packed = pack_example(example, np.array([0, 3, 4]), cfg)
+    # row j predicts r_{a+j+1}: the anchor row the first drafted token, the last row nothing; same counts
+    assert packed.block_labels.tolist() == [[21, 22, 23, IGNORE], [24, 25, IGNORE, IGNORE], [25, IGNORE, IGNORE, IGNORE]]
+    assert packed.blocks.tolist() == [[20, 96, 96, 96], [23, 96, 96, 96], [24, 96, 96, 96]]
+
+
 def test_anchors_without_replacement_clamped_and_seeded():
     for t, k in [(2, 128), (10, 4), (10, 9), (300, 128)]:
         a = sample_anchors(t, k, np.random.default_rng(0))
