@@ -1,4 +1,5 @@
-"""Test-only draft sources with known behaviour: an oracle and a random proposer."""
+"""Test-only draft sources and drafters with known behaviour: an oracle, a random proposer, the
+target as its own drafter, and a scripted drafter for the asynchronous state machine."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import torch
 from torch import Tensor
 
 from d3d.inference.drafting import Draft, DraftSource
+from d3d.models.attention import Rows
 
 
 class OracleSource(DraftSource):
@@ -38,6 +40,23 @@ class RandomSource(DraftSource):
         if self.greedy:
             return Draft(q.argmax(-1))
         return Draft(torch.multinomial(q, 1, generator=self.gen)[:, 0], q)
+
+
+class TargetAsDrafter:
+    """A stand-in `Drafter` with B = 2 whose one drafted position gets the target's own next-token
+    logits, so a `DrafterSource` over it has q == p: with a correct q every draft is accepted."""
+
+    block_size = 2
+
+    def __init__(self, target) -> None:
+        self.target = target
+
+    def new_cache(self) -> FakeCache:
+        return FakeCache()
+
+    def draft_logits(self, cache, committed: Tensor) -> Tensor:
+        """[1, 1, V]: the target's logits after committed [1, n] (recomputed in full, no cache)."""
+        return self.target(Rows.clean(committed, 0), logits_from=committed.shape[1] - 1)
 
 
 class FakeCache:

@@ -9,7 +9,6 @@ from collections import Counter
 import pytest
 import torch
 from safetensors.torch import load_file
-from scipy.stats import chisquare
 
 from d3d.cli import main
 from d3d.inference.drafting import DrafterSource
@@ -19,10 +18,8 @@ from d3d.inference.sampling import SamplingConfig
 from d3d.models.decoder import load_decoder
 from d3d.models.drafter import DRAFT_VOCAB_KEY, WEIGHTS_NAME, Drafter
 from d3d.training.draft_vocab import frequent_tokens
-from tests.conftest import save_tiny_model
-from tests.inference.test_speculative import exact_marginals, prompt, run
-
-MASK_ID = 96
+from tests.helpers import MASK_ID, assert_follows, count_positions, exact_marginals, prompt, small_vocab_target
+from tests.helpers import run_decode as run
 
 
 def tiny_drafter(model_dir, layers=(0, 1)) -> tuple:
@@ -58,25 +55,21 @@ def test_greedy_output_is_identical_with_a_drafting_vocabulary(tiny_llama_dir):
 
 
 def test_sampling_with_a_drafting_vocabulary_preserves_the_target_distribution(tmp_path):
-    d = save_tiny_model(tmp_path, "llama", seed=1, vocab_size=12, hidden_size=16, intermediate_size=32,
-                        num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1)
-    target = load_decoder(d, dtype=torch.float64)
-    with torch.no_grad():
-        target.lm_head.weight.mul_(0.15)
-    drafter = Drafter.from_base(d, [0], 4, 11, "", target=target, dtype=torch.float64)
+    """Positions 1 and 2 are speculative (drafted, recovered or the bonus); position 0 is the prefill's."""
+    target = small_vocab_target(tmp_path, layers=2)
+    drafter = Drafter.from_base(tmp_path, [0], 4, 11, "", target=target, dtype=torch.float64)
     drafter.set_draft_vocab(torch.tensor([0, 2, 4, 5, 7]))  # q = 0 on 7 of the 12 tokens
-    temp, n_runs = 1.3, 1500
+    sampling, depth, n_runs = SamplingConfig(temperature=1.3, top_k=4, top_p=0.95), 3, 1500
     p = torch.tensor([[1, 2, 3]])
-    p1, p2 = exact_marginals(target, p, temp)
-    counts1, counts2 = torch.zeros(12), torch.zeros(12)
+    want = exact_marginals(target, p, sampling, depth)
+    outputs = []
     for seed in range(n_runs):
-        cfg = GenerationConfig(max_new_tokens=3, sampling=SamplingConfig(temperature=temp), seed=seed)
+        cfg = GenerationConfig(max_new_tokens=depth, sampling=sampling, seed=seed)
         source = DrafterSource(drafter, cfg.sampling, torch.Generator().manual_seed(10_000 + seed))
-        out, _ = run(speculative_decode, target, source, p, cfg=cfg)
-        counts1[out[0]] += 1
-        counts2[out[1]] += 1
-    assert chisquare(counts1.numpy(), (p1 * n_runs).numpy()).pvalue > 1e-3
-    assert chisquare(counts2.numpy(), (p2 * n_runs).numpy()).pvalue > 1e-3
+        outputs.append(run(speculative_decode, target, source, p, cfg=cfg)[0])
+    counts = count_positions(outputs, depth, 12)
+    for k in (1, 2):
+        assert_follows(counts[k], want[k], f"position {k}")
 
 
 def test_frequent_tokens_rank_by_count_then_id():

@@ -301,9 +301,17 @@ def test_sampling_preserves_target_distribution(greedy_drafter, num_draft):
     assert_preserves_target(case, SAMPLING)
 
 
-def test_sampling_preserves_warped_target_distribution():
-    cfg = SamplingConfig(temperature=0.7, top_k=3)
-    assert_preserves_target(TwoTokenCase.random(seed=11, greedy_drafter=False), cfg)
+@pytest.mark.parametrize(
+    "cfg, num_draft, seed",
+    [(SamplingConfig(temperature=0.7, top_k=3), 2, 11), (SamplingConfig(temperature=0.7, top_k=3, top_p=0.9), 1, 3),
+     (SamplingConfig(temperature=1.0, top_p=0.8), 2, 3)],
+    ids=["top_k", "top_k_top_p_bonus", "top_p"],
+)
+def test_sampling_preserves_warped_target_distribution(cfg, num_draft, seed):
+    """With one draft token the second emitted token is the bonus after an acceptance: it must be
+    sampled from the warped last row, not the raw one (seed 3: top-k and top-p both cut rows)."""
+    case = TwoTokenCase.random(seed=seed, greedy_drafter=False, num_draft=num_draft)
+    assert_preserves_target(case, cfg)
 
 
 def test_statistical_test_detects_a_wrong_residual(monkeypatch):
