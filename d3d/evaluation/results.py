@@ -33,6 +33,7 @@ import torch
 from d3d.errors import D3DError
 from d3d.evaluation.bench import BenchConfig, run_bench
 from d3d.evaluation.suites import BUILTIN_SUITES
+from d3d.jsonl import read_records
 from d3d.plotting import save_figure
 
 TABLE_MODES = ("ar", "pld", "ar-drafter", "hf-assisted", "sync", "async")
@@ -154,9 +155,7 @@ def plot_sweep(summary: dict, png: Path) -> Path:
 
 def read_prune_log(path: Path) -> list[dict]:
     """The stage records of a `d3d prune` log, by stage (empty if there is no log)."""
-    if not path.is_file():
-        return []
-    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    records = read_records(path, "pruning log")  # a torn last line (a run interrupted mid-write) is skipped
     stages = {r["stage"]: r for r in records if r.get("kind") == "stage"}
     return [stages[k] for k in sorted(stages)]
 

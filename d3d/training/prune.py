@@ -51,6 +51,7 @@ from d3d.inference.drafting import DrafterSource
 from d3d.inference.engine import DecodeStats, GenerationConfig, autoregressive_decode, now, speculative_decode
 from d3d.inference.pipeline import default_dtype
 from d3d.inference.stopping import StopChecker
+from d3d.jsonl import JsonlFile
 from d3d.models.decoder import DecoderModel, load_decoder
 from d3d.models.drafter import Drafter, load_drafter_body, read_drafter_config
 from d3d.training.losses import LossConfig
@@ -119,16 +120,16 @@ def say(message: str) -> None:
 
 
 class PruneLog:
-    """Append-only JSONL log; its records are the run's resumable state."""
+    """Append-only JSONL log; its records are the run's resumable state (a torn last line is dropped)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+        self.file = JsonlFile(path, what="pruning log")
+        self.records = self.file.read()
 
     def write(self, record: dict) -> None:
         self.records.append(record)
-        with self.path.open("a") as handle:
-            handle.write(json.dumps(record) + "\n")
+        self.file.append(record)
 
     def find(self, kind: str, **match) -> dict | None:
         for record in self.records:

@@ -56,6 +56,7 @@ from d3d.inference.drafting import DrafterSource
 from d3d.inference.engine import DecodeStats, GenerationConfig, speculative_decode
 from d3d.inference.pipeline import default_dtype
 from d3d.inference.stopping import StopChecker
+from d3d.jsonl import JsonlFile
 from d3d.models import hub
 from d3d.models.decoder import DecoderModel, build_from_state, load_decoder
 from d3d.models.drafter import (
@@ -78,7 +79,6 @@ from d3d.training.packing import (
     TokenBudgetBatchSampler,
     collate,
     data_files,
-    json_object,
     load_examples,
     read_meta,
     steps_per_epoch,
@@ -119,6 +119,7 @@ class TrainConfig:
     warmup_steps: int | None = None  # linear warmup in optimizer steps (None = 1% of all steps, the paper's)
     epochs: int = 1  # passes over the data when max_steps is 0 (paper: 3)
     max_steps: int = 0  # optimizer steps to run (0 = derived from epochs)
+    max_cpu_s: float = 0.0  # also stop once the training steps used this much CPU time (0 = no limit; fair budgets on a shared machine)
     batch_size: int = 1  # most examples per micro-batch on each process (paper: 1)
     max_batch_tokens: int = 0  # most padded rows (clean + block) per micro-batch (0 = no cap)
     grad_accum: int = 8  # micro-batches per optimizer step on each process (paper: 8)
@@ -161,7 +162,7 @@ class TrainConfig:
             (self.gamma is None or self.gamma > 0, "gamma must be > 0"),
             (self.max_length >= 4, "max length must be at least 4"),
             (self.lr > 0 and 0 <= self.min_lr_ratio <= 1, "lr must be > 0 and min lr ratio in [0, 1]"),
-            (self.epochs >= 1 and self.max_steps >= 0, "epochs must be >= 1 and max steps >= 0"),
+            (self.epochs >= 1 and self.max_steps >= 0 and self.max_cpu_s >= 0, "epochs must be >= 1, max steps and max cpu s >= 0"),
             (self.batch_size >= 1 and self.grad_accum >= 1, "batch size and grad accum must be >= 1"),
             (self.max_batch_tokens >= 0 and self.grad_clip >= 0, "max batch tokens and grad clip must be >= 0"),
             (self.mixed_precision in MIXED_PRECISION, f"mixed precision must be one of {', '.join(MIXED_PRECISION)}"),
@@ -556,6 +557,7 @@ class Progress:
     rows: int = 0  # real query rows trained on, all processes, as of the last train log line
     tokens: int = 0  # response tokens trained on (each example's once per pass), as of the last train log line
     seconds: float = 0.0  # training wall time so far (validation and saving excluded)
+    cpu_seconds: float = 0.0  # CPU time of those training steps (this process, every thread)
 
 
 class JsonlLog:
@@ -563,16 +565,15 @@ class JsonlLog:
 
     def __init__(self, path: Path, enabled: bool) -> None:
         self.path, self.enabled = path, enabled
+        self.file = JsonlFile(path, what="training log")
         self.kept: list[dict] = []  # the records a resumed run keeps (set by `start`)
 
     def start(self, resume_step: int | None) -> None:
         if not self.enabled:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lines = self.path.read_text().splitlines() if resume_step is not None and self.path.exists() else []
-        kept = [r for r in map(json_object, lines) if r is not None and r.get("step", 0) <= resume_step]
-        self.path.write_text("".join(json.dumps(r) + "\n" for r in kept))
-        self.kept = kept
+        records = self.file.read() if resume_step is not None else []
+        self.kept = [r for r in records if r.get("step", 0) <= resume_step]
+        self.file.rewrite(self.kept)
 
     def last(self, kind: str) -> dict | None:
         """The last record of `kind` kept by `start` (a resumed run's history)."""
@@ -580,8 +581,7 @@ class JsonlLog:
 
     def write(self, record: dict) -> None:
         if self.enabled:
-            with self.path.open("a") as handle:
-                handle.write(json.dumps(record) + "\n")
+            self.file.append(record)
 
 
 class Trainer:
@@ -696,7 +696,7 @@ class Trainer:
         try:
             if self.progress.step == 0 and self.cfg.eval_every > 0:
                 self.evaluate()
-            while self.progress.step < self.total_steps:
+            while not self.done:
                 self._run_epoch(bar)
         finally:
             bar.close()
@@ -708,7 +708,7 @@ class Trainer:
             loader.set_epoch(epoch)  # Accelerate's loaders re-apply their own epoch counter when iterated
         self.dataset.set_epoch(epoch)
         self.sampler.set_epoch(epoch)
-        seen, started = skip, time.perf_counter()
+        seen, started, started_cpu = skip, time.perf_counter(), time.process_time()
         for batch in loader:
             grad_norm = self._micro_step(batch)
             seen += 1
@@ -716,13 +716,14 @@ class Trainer:
                 continue
             elapsed = time.perf_counter() - started
             self.progress.seconds += elapsed
+            self.progress.cpu_seconds += time.process_time() - started_cpu
             self.progress.step, self.progress.batches = self.progress.step + 1, seen
             self.meter.end_step(elapsed, grad_norm)
             bar.update(1)
             self._after_step(bar)
-            if self.progress.step >= self.total_steps:
+            if self.done:
                 return
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.process_time()
         self.progress.epoch, self.progress.batches = self.progress.epoch + 1, 0
 
     def _micro_step(self, batch: dict[str, Tensor]) -> Tensor | None:
@@ -740,8 +741,14 @@ class Trainer:
         self.meter.add(parts)
         return grad_norm
 
+    @property
+    def done(self) -> bool:
+        """All steps run, or the CPU-time budget spent."""
+        spent = self.cfg.max_cpu_s > 0 and self.progress.cpu_seconds >= self.cfg.max_cpu_s
+        return self.progress.step >= self.total_steps or spent
+
     def _after_step(self, bar) -> None:
-        step, last = self.progress.step, self.progress.step == self.total_steps
+        step, last = self.progress.step, self.done
         saving = (self.cfg.save_every and step % self.cfg.save_every == 0) or last
         if step % self.cfg.log_every == 0 or saving:  # a checkpoint's counters include every step before it
             self._log_train(bar)
@@ -758,7 +765,8 @@ class Trainer:
         self.progress.tokens += int(values.pop("tokens_total"))
         record = {"kind": "train", "step": self.progress.step, "epoch": self.progress.epoch, **values,
                   "lr": self.scheduler.get_last_lr()[0], "rows_seen": self.progress.rows,
-                  "tokens_seen": self.progress.tokens, "elapsed_s": round(self.progress.seconds, 3)}
+                  "tokens_seen": self.progress.tokens, "elapsed_s": round(self.progress.seconds, 3),
+                  "cpu_s": round(self.progress.cpu_seconds, 2)}
         self.log.write(record)
         bar.set_postfix(loss=f"{values['loss']:.3f}", diff=f"{values['loss_diff']:.3f}", ar=f"{values['loss_ar']:.3f}")
 
