@@ -190,10 +190,11 @@ class JobEvents:
 
 
 def submit(engine: EngineLoop, served: ServedModel, prompt: list[int], cfg: GenerationConfig,
-           speculate: bool) -> tuple[Job, JobEvents]:
+           body: SamplingFields) -> tuple[Job, JobEvents]:
     events = JobEvents()
-    stop = StopChecker(cfg.max_new_tokens, served.eos_token_ids, cfg.stop_strings, served.decode)
-    job = Job(torch.tensor([prompt], device=engine.device), cfg, stop, speculate, events.deliver)
+    eos = () if body.ignore_eos else served.eos_token_ids
+    stop = StopChecker(cfg.max_new_tokens, eos, cfg.stop_strings, served.decode)
+    job = Job(torch.tensor([prompt], device=engine.device), cfg, stop, body.d3d_speculative, events.deliver)
     engine.submit(job)
     return job, events
 
@@ -221,7 +222,8 @@ async def collect(request: Request, engine: EngineLoop, job: Job, events: JobEve
         elif isinstance(event, Failed):
             return event
         else:
-            return Outcome(text.finish(), event)
+            text.finish()
+            return Outcome(text.full_text, event)
 
 
 def d3d_stats(done: Done) -> dict:
@@ -325,7 +327,7 @@ def create_app(served: ServedModel, engine: EngineLoop, metrics: ServingMetrics)
     async def run_job(request: Request, prompt: list[int], cfg: GenerationConfig, body: SamplingFields, kind: str,
                       make_chunk, make_body) -> Response:
         try:
-            job, events = submit(engine, served, prompt, cfg, body.d3d_speculative)
+            job, events = submit(engine, served, prompt, cfg, body)
         except QueueFull as err:
             return error_response(str(err), 429, headers={"Retry-After": str(RETRY_AFTER_S)})
         except ShuttingDown as err:

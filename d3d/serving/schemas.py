@@ -50,6 +50,7 @@ class SamplingFields(D3DExtensions):
     stream: bool = False  # server-sent events ending with `data: [DONE]`
     stream_options: StreamOptions | None = None  # include_usage
     user: str | None = None  # accepted and ignored
+    ignore_eos: bool = False  # vLLM's extension: generate max_tokens even past end-of-sequence tokens
 
     def stop_strings(self) -> tuple[str, ...]:
         if self.stop is None:

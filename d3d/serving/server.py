@@ -16,6 +16,7 @@ This module knows nothing about HTTP routes (`app.py`) or batching (`batch_engin
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -115,6 +116,9 @@ def run_server(cfg: ServeConfig) -> int:
     print(f"[d3d serve] listening on http://{cfg.host}:{cfg.port} (max batch {cfg.max_batch}, "
           f"max queue {cfg.max_queue})", file=sys.stderr, flush=True)
     server = DrainingServer(config)
+    # uvicorn re-raises a captured SIGTERM once it has shut down gracefully; with this handler in
+    # place that is a no-op, so a drained shutdown exits with status 0.
+    signal.signal(signal.SIGTERM, lambda *_: None)
     server.run()
     engine.close()
     print("[d3d serve] stopped", file=sys.stderr, flush=True)

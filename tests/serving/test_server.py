@@ -1,0 +1,278 @@
+"""`d3d serve` end to end: a real server process on a free loopback port, a tiny random model, the
+real `openai` client (streaming and not, concurrent), every bad input the issue lists, 429 with
+Retry-After on a full queue, disconnects freeing their slot, metrics, and SIGTERM shutdown.
+
+One server is shared by the module (max batch 3, max queue 2, drain 0.3 s); the SIGTERM test
+runs last and stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import openai
+import pytest
+import torch
+
+from d3d.inference.engine import DecodeStats, GenerationConfig, autoregressive_decode
+from d3d.inference.pipeline import load_target
+from tests.conftest import save_tiny_model, save_tiny_tokenizer
+
+MAX_BATCH, MAX_QUEUE = 3, 2
+CONTEXT = 4096  # long enough that a long request stays in flight for seconds (the tiny model is fast)
+LONG = 3000  # max_tokens of a request that must still be running while the test looks
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, model_dir: Path, log: Path) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        cmd = [sys.executable, "-m", "d3d.cli", "serve", "--target", str(model_dir), "--port", str(self.port),
+               "--dtype", "float32", "--device", "cpu", "--max-batch", str(MAX_BATCH), "--max-queue", str(MAX_QUEUE),
+               "--served-model-name", "tiny", "--drain-seconds", "0.3"]
+        env = os.environ | {"OMP_NUM_THREADS": "1"}
+        self.proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
+        self.wait_ready()
+
+    def wait_ready(self, timeout: float = 90) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            assert self.proc.poll() is None, self.log.read_text()
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        raise AssertionError(f"server not ready:\n{self.log.read_text()}")
+
+    def client(self, **kw) -> openai.OpenAI:
+        return openai.OpenAI(base_url=f"{self.url}/v1", api_key="none", **kw)
+
+    def metric(self, name: str) -> float:
+        for line in httpx.get(f"{self.url}/metrics").text.splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{") and line.split(" ")[0] == name.split(" ")[0]:
+                return float(line.rsplit(" ", 1)[1])
+        raise KeyError(name)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory) -> Path:
+    path = save_tiny_model(tmp_path_factory.mktemp("tiny_serve"), "llama", max_position_embeddings=CONTEXT)
+    return save_tiny_tokenizer(path)
+
+
+@pytest.fixture(scope="module")
+def server(model_dir, tmp_path_factory):
+    srv = Server(model_dir, tmp_path_factory.mktemp("serve") / "server.log")
+    yield srv
+    srv.stop()
+
+
+@pytest.fixture(scope="module")
+def plain(model_dir):
+    """Greedy plain decoding of a chat message in this process: the reference for the server's answers."""
+    target = load_target(str(model_dir), "cpu", torch.float32)
+
+    def answer(message: str, max_tokens: int) -> str:
+        cfg = GenerationConfig(max_new_tokens=max_tokens)
+        stop = target.stop_checker(cfg)
+        ids = [t for c in autoregressive_decode(target.model, target.encode_chat(message), cfg, stop, DecodeStats("ar")) for t in c]
+        return target.decode(ids)
+
+    return answer
+
+
+def words(*ids: int) -> str:
+    return " ".join(f"w{i}" for i in ids)
+
+
+def chat(client: openai.OpenAI, message: str, max_tokens: int = 24, **kw):
+    return client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": message}],
+                                          max_tokens=max_tokens, temperature=0, **kw)
+
+
+def test_models_and_health(server):
+    models = server.client().models.list()
+    assert [m.id for m in models.data] == ["tiny"]
+    health = httpx.get(f"{server.url}/health")
+    assert health.status_code == 200 and health.json()["status"] == "ok"
+
+
+def test_chat_answer_equals_plain_greedy_decoding(server, plain):
+    reply = chat(server.client(), words(10, 11, 12), max_tokens=30)
+    assert reply.choices[0].message.content == plain(words(10, 11, 12), 30)
+    assert reply.choices[0].message.content  # the tiny model says something (the test can fail)
+    assert reply.usage.completion_tokens == 30 and reply.choices[0].finish_reason == "length"
+    assert reply.usage.total_tokens == reply.usage.prompt_tokens + 30
+    assert reply.model_extra["d3d"]["rounds"] >= 1
+
+
+def test_streaming_chat_joins_to_the_same_answer_with_usage(server):
+    client = server.client()
+    chunks = list(chat(client, words(20, 21), max_tokens=30, stream=True, stream_options={"include_usage": True}))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == chat(client, words(20, 21), max_tokens=30).choices[0].message.content
+    assert chunks[0].choices[0].delta.role == "assistant"
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+    assert chunks[-1].choices == [] and chunks[-1].usage.completion_tokens == 30
+    raw = httpx.post(f"{server.url}/v1/chat/completions", json={
+        "messages": [{"role": "user", "content": "w5"}], "max_tokens": 4, "stream": True}).text
+    assert raw.rstrip().endswith("data: [DONE]") and '"usage"' not in raw  # usage only when asked
+
+
+def test_completions_stop_string_is_cut(server):
+    client = server.client()
+    full = client.completions.create(model="tiny", prompt=words(30, 31, 32), max_tokens=20, temperature=0)
+    text = full.choices[0].text
+    stop = text.split()[3]  # a word the greedy answer produces
+    cut = client.completions.create(model="tiny", prompt=words(30, 31, 32), max_tokens=20, temperature=0, stop=[stop])
+    assert cut.choices[0].text == text[: text.index(stop)]
+    assert cut.choices[0].finish_reason == "stop"
+    streamed = client.completions.create(model="tiny", prompt=words(30, 31, 32), max_tokens=20, temperature=0,
+                                         stop=stop, stream=True)
+    assert "".join(c.choices[0].text for c in streamed if c.choices) == cut.choices[0].text
+
+
+def test_concurrent_clients_each_get_their_own_answer(server):
+    client = server.client()
+    prompts = [words(40 + i, 50 + i) for i in range(5)]  # 3 run, 2 wait in the queue
+    alone = [chat(client, p, 40).choices[0].message.content for p in prompts]
+    with ThreadPoolExecutor(5) as pool:
+        together = list(pool.map(lambda p: chat(client, p, 40).choices[0].message.content, prompts))
+    assert together == alone
+    assert len(set(alone)) > 1
+    assert server.metric('d3d_batch_size_bucket{le="1.0"}') < server.metric('d3d_batch_size_bucket{le="3.0"}')
+
+
+def test_seeded_sampling_is_reproducible(server):
+    client = server.client()
+    kw = dict(model="tiny", messages=[{"role": "user", "content": words(60)}], max_tokens=20, temperature=1.0, top_p=0.9)
+    a = client.chat.completions.create(seed=7, **kw).choices[0].message.content
+    b = client.chat.completions.create(seed=7, **kw).choices[0].message.content
+    c = client.chat.completions.create(seed=8, **kw).choices[0].message.content
+    assert a == b and a != c
+
+
+GOOD = {"model": "tiny", "messages": [{"role": "user", "content": "w9"}], "max_tokens": 4}
+BAD_INPUTS = {
+    "malformed JSON": b'{"messages": [',
+    "invalid UTF-8": b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}',
+    "wrong type": GOOD | {"temperature": "hot"},
+    "negative temperature": GOOD | {"temperature": -0.5},
+    "top_p zero": GOOD | {"top_p": 0},
+    "negative max_tokens": GOOD | {"max_tokens": -3},
+    "non-numeric max_tokens": GOOD | {"max_tokens": "many"},
+    "max_tokens beyond context": GOOD | {"max_tokens": CONTEXT + 10},
+    "empty messages": GOOD | {"messages": []},
+    "unknown model": GOOD | {"model": "gpt-9"},
+    "n above 1": GOOD | {"n": 2},
+    "messages not a list": GOOD | {"messages": "hi"},
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_INPUTS))
+def test_bad_input_is_a_400_and_the_server_keeps_serving(server, case):
+    body = BAD_INPUTS[case]
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
+    r = httpx.post(f"{server.url}/v1/chat/completions", content=content, headers={"content-type": "application/json"})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["message"] and error["code"] == 400
+    assert httpx.post(f"{server.url}/v1/chat/completions", json=GOOD).status_code == 200
+
+
+def test_prompt_longer_than_context_is_a_400(server):
+    client = server.client(max_retries=0)
+    with pytest.raises(openai.BadRequestError, match="context"):
+        client.completions.create(model="tiny", prompt=[9] * (CONTEXT + 5), max_tokens=1)
+    with pytest.raises(openai.BadRequestError, match="vocabulary"):
+        client.completions.create(model="tiny", prompt=[10**6], max_tokens=1)
+
+
+def long_stream(server, max_tokens: int = LONG) -> tuple[httpx.Client, object, object]:
+    """Open a streaming request and read its first event; returns (client, open response, its line iterator).
+
+    Keep the iterator: dropping it closes the response (a disconnect)."""
+    client = httpx.Client(timeout=30)
+    body = {"prompt": words(70, 71), "max_tokens": max_tokens, "temperature": 0, "stream": True, "ignore_eos": True,
+            "d3d_speculative": False}  # one token per round: it stays in flight for a while
+    response = client.send(client.build_request("POST", f"{server.url}/v1/completions", json=body), stream=True)
+    assert response.status_code == 200
+    lines = response.iter_lines()
+    next(lines)
+    return client, response, lines
+
+
+def wait_for(condition, timeout: float = 5.0) -> bool:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_full_queue_gets_429_with_retry_after_and_disconnects_free_slots(server):
+    cancelled = server.metric('d3d_requests_total{outcome="cancelled"}')
+    streams = [long_stream(server) for _ in range(MAX_BATCH)]
+    waiting = [httpx.Client(timeout=30) for _ in range(MAX_QUEUE)]
+    pending = [c.send(c.build_request("POST", f"{server.url}/v1/completions",
+                                      json={"prompt": "w3", "max_tokens": LONG, "stream": True}), stream=True)
+               for c in waiting]
+    assert wait_for(lambda: httpx.get(f"{server.url}/health").json()["waiting"] == MAX_QUEUE)
+    with pytest.raises(openai.RateLimitError) as err:
+        chat(server.client(max_retries=0), "w1", 2)
+    assert err.value.response.headers["retry-after"] == "1"
+    for client, response, _ in streams + [(c, p, None) for c, p in zip(waiting, pending)]:
+        response.close()
+        client.close()
+    health = lambda: httpx.get(f"{server.url}/health").json()  # noqa: E731
+    assert wait_for(lambda: health()["running"] == 0 and health()["waiting"] == 0), health()
+    assert server.metric('d3d_requests_total{outcome="cancelled"}') >= cancelled + MAX_BATCH
+    assert chat(server.client(), "w2", 3).usage.completion_tokens == 3
+
+
+def test_metrics_are_exported(server):
+    chat(server.client(), "w4", 8)
+    text = httpx.get(f"{server.url}/metrics").text
+    for name in ("d3d_requests_total", "d3d_prompt_tokens_total", "d3d_generation_tokens_total", "d3d_tau",
+                 "d3d_accepted_length_bucket", "d3d_batch_size_bucket", "d3d_queue_depth",
+                 "d3d_running_requests", "d3d_time_to_first_token_seconds_bucket"):
+        assert name in text, name
+    assert server.metric("d3d_tau") >= 1.0
+    assert server.metric("d3d_generation_tokens_total") > 0
+
+
+def test_sigterm_ends_in_flight_requests_cleanly_and_exits(server):
+    """Last: stops the shared server. The in-flight stream ends with its finish or an error event, then [DONE]."""
+    client, response, lines = long_stream(server)
+    server.proc.send_signal(signal.SIGTERM)
+    events = [line[6:] for line in lines if line.startswith("data: ")]
+    client.close()
+    assert events[-1] == "[DONE]"
+    last = json.loads(events[-2])
+    assert "error" in last or last["choices"][0]["finish_reason"] == "length", last
+    assert server.proc.wait(30) == 0
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(f"{server.url}/health", timeout=1)
