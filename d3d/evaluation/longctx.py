@@ -11,8 +11,9 @@ instruction, which selective prefill always keeps). Task types, each at every co
               for one of them; metric: that code appears in the answer and no other code does
     docqa     question answering over real documents: reference entries of Python standard
               library functions (signature + docstring, from the running interpreter); the
-              question quotes one entry's summary line and asks for the function's name;
-              metric: the name appears in the answer
+              question names one function and asks what it does; metric: token F1 (SQuAD's)
+              between the answer's first sentence and that entry's summary line (its first
+              paragraph), in [0, 1]
 
 Prompt ids are "longctx/<task>-<length>-<nn>". A prompt carries its answer and metric
 (`Prompt.reference`, `Prompt.metric`); `score` grades an answer. Python's own docstrings change
@@ -28,6 +29,9 @@ import importlib
 import inspect
 import random
 import re
+from collections import Counter
+import sysconfig
+from pathlib import Path
 
 from d3d.evaluation.suites import Prompt
 
@@ -37,22 +41,23 @@ TASKS = ("passkey", "multikey", "docqa")
 MULTIKEY_NEEDLES = 4  # key sentences per multikey prompt
 DOC_MODULES = (  # standard-library modules whose functions make the documents (sorted by name below)
     "base64", "bisect", "calendar", "colorsys", "copy", "csv", "difflib", "filecmp", "fnmatch", "functools",
-    "glob", "gzip", "hashlib", "heapq", "html", "inspect", "ipaddress", "itertools", "json", "keyword",
+    "glob", "gzip", "hashlib", "heapq", "html", "ipaddress", "itertools", "json", "keyword",
     "linecache", "locale", "operator", "os.path", "pickle", "platform", "pprint", "random", "re", "shlex",
     "shutil", "statistics", "string", "tempfile", "textwrap", "timeit", "tokenize", "unicodedata", "urllib.parse",
-    "uuid", "warnings", "zipfile", "zlib",
+    "uuid", "zipfile", "zlib",
 )
 FILLER = ("The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. ")
 NAMES = ("amber", "birch", "cobalt", "delta", "ember", "falcon", "garnet", "harbor", "indigo", "juniper",
          "kestrel", "lotus", "marble", "nectar", "onyx", "pepper", "quartz", "raven", "saffron", "tundra")
-METRICS = ("contains", "contains-only")
+METRICS = ("contains", "contains-only", "f1")
 
 
 def longctx_prompts(per_task: int = 5, lengths: tuple[int, ...] = LENGTHS, tasks: tuple[str, ...] = TASKS) -> list[Prompt]:
-    """The suite: for each length, for each task, `per_task` prompts, interleaved so that any limit
-    keeps the mix (passkey-1000-00, multikey-1000-00, docqa-1000-00, passkey-1000-01, ...)."""
+    """The suite: `per_task` prompts per task and length, interleaved so that any limit that is a
+    multiple of len(tasks) * len(lengths) keeps the mix (passkey-1000-00, multikey-1000-00,
+    docqa-1000-00, passkey-2000-00, ..., docqa-4000-00, passkey-1000-01, ...)."""
     makers = {"passkey": passkey_prompt, "multikey": multikey_prompt, "docqa": docqa_prompt}
-    return [makers[task](length, i) for length in lengths for i in range(per_task) for task in tasks]
+    return [makers[task](length, i) for i in range(per_task) for length in lengths for task in tasks]
 
 
 def _rng(task: str, length: int, index: int) -> random.Random:
@@ -93,7 +98,7 @@ def multikey_prompt(length: int, index: int) -> Prompt:
 
 
 def docqa_prompt(length: int, index: int) -> Prompt:
-    """Name the function whose reference entry (in the context) has the quoted summary line."""
+    """Say what a function does, as its reference entry (in the context) summarises it."""
     rng = _rng("docqa", length, index)
     entries = list(_function_entries())
     rng.shuffle(entries)
@@ -105,19 +110,24 @@ def docqa_prompt(length: int, index: int) -> Prompt:
         size += len(entry[2])
     name, summary, _ = chosen[rng.randrange(len(chosen))]
     text = ("Below are reference entries of Python functions.\n\n" + "\n\n".join(e[2] for e in chosen)
-            + f'\n\nWhich function is described as "{summary}"? Answer with the function name only.')
-    return Prompt(_pid("docqa", length, index), text, (name,), "contains", "docqa")
+            + f"\n\nAccording to the reference entries above, what does the function {name} do? Answer in one sentence.")
+    return Prompt(_pid("docqa", length, index), text, (summary,), "f1", "docqa")
 
 
 def _function_entries() -> list[tuple[str, str, str]]:
     """(qualified name, summary line, entry text) of documented public functions of DOC_MODULES,
-    sorted by name; only functions whose summary line is unique and at least five words long."""
+    sorted by name; only functions whose summary line is unique and at least five words long, and
+    only functions defined in the standard library's own files (other libraries patch a few, e.g.
+    warnings.showwarning, which would make the documents depend on what else was imported)."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
     found = {}
     for module_name in DOC_MODULES:
         module = importlib.import_module(module_name)
         for name, obj in inspect.getmembers(module, inspect.isfunction):
             doc = inspect.getdoc(obj)
             if name.startswith("_") or not doc or getattr(obj, "__module__", "") not in (module.__name__, module_name):
+                continue
+            if stdlib not in Path(inspect.getfile(obj)).resolve().parents:
                 continue
             summary = doc.split("\n\n")[0].replace("\n", " ").strip()
             if len(summary.split()) < 5 or len(summary) > 200:
@@ -148,22 +158,46 @@ def _doc_paragraphs(rng: random.Random, chars: int) -> list[str]:
 
 
 def score(prompt: Prompt, answer: str) -> float | None:
-    """The task metric of one answer (1.0 / 0.0), or None for a prompt without a reference.
+    """The task metric of one answer (in [0, 1]), or None for a prompt without a reference.
 
     contains       the first reference appears in the answer (numbers as whole numbers; names
                    case-insensitively, with or without the module prefix)
     contains-only  as contains, and none of the other references (distractor codes) appear
+    f1             token F1 between the answer's first sentence and the first reference
     """
     if not prompt.reference:
         return None
+    if prompt.metric == "f1":
+        return round(token_f1(first_sentence(answer), prompt.reference[0]), 4)
     hit = _mentions(answer, prompt.reference[0])
     if prompt.metric == "contains-only":
         hit = hit and not any(_mentions(answer, other) for other in prompt.reference[1:])
     return float(hit)
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
 def _mentions(answer: str, reference: str) -> bool:
     if reference.isdigit():
         return re.search(rf"(?<!\d){reference}(?!\d)", answer) is not None
-    text = answer.lower()
-    return reference.lower() in text or reference.rsplit(".", 1)[-1].lower() in re.findall(r"[\w]+", text)
+    return reference.lower() in answer.lower()
+
+
+def first_sentence(text: str) -> str:
+    """Up to the first full stop followed by white space (or the end), the first line at most."""
+    text = text.strip().split("\n")[0]
+    match = re.search(r"\.(\s|$)", text)
+    return text[: match.start() + 1] if match else text
+
+
+def token_f1(answer: str, reference: str) -> float:
+    """SQuAD-style F1 over lower-cased word tokens (articles and punctuation dropped)."""
+    a = [w for w in _words(answer) if w not in ("a", "an", "the")]
+    r = [w for w in _words(reference) if w not in ("a", "an", "the")]
+    common = sum((Counter(a) & Counter(r)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(a), common / len(r)
+    return 2 * precision * recall / (precision + recall)
