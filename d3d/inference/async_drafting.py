@@ -1,11 +1,11 @@
 """The drafting side of asynchronous speculative decoding: state machine, worker loop, backends.
 
-`SuccessorDrafter` owns the drafter, its KV cache and the committed tokens, and answers two
-requests: `begin` (a new sequence: draft its first block synchronously) and `commit` (the
+`SuccessorDrafter` owns the drafter, its KV cache and the committed tokens, and answers typed
+requests: `Begin` (a new sequence: draft its first block synchronously), `Commit` (the
 verification outcome of the current block: reuse the matching successor branch, or draft
-synchronously on a miss). Between a reply and the next request it runs `speculate`: the packed
-successor pass for the block it has just handed out, which is what overlaps the target's
-verification of that block.
+synchronously on a miss), `Finish` and `Calibrate`. Between a reply and the next request it runs
+`speculate`: the packed successor pass for the block it has just handed out, which is what
+overlaps the target's verification of that block.
 
 Drafter cache invariant (differs from the synchronous `DrafterSource`, whose cache also holds the
 anchor): at every request and at the start of every pass the cache holds a prefix of the committed
@@ -38,7 +38,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch import Tensor
@@ -229,15 +229,66 @@ def _median_time(fn: Callable[[], None], repeats: int) -> float:
 
 
 # ---------------------------------------------------------------------------------------------
+# Requests: what the target side asks of the drafting side (small picklable messages)
+
+
+@dataclass(frozen=True)
+class Begin:
+    """Start a sequence and draft its first block; the reply is a `DraftReply`."""
+
+    committed: tuple[int, ...]  # prompt + first token: every committed token, the anchor last
+    num_tokens: int  # candidates to draft (<= B-1)
+    sampling: SamplingConfig  # how candidates are drawn (greedy: argmax)
+    seed: int  # seeds the drafting side's sampling generator
+    budget: Budget | None  # successor budget; None turns speculation off (synchronous drafting)
+    speculates: ClassVar[bool] = True  # the successor pass of the block handed out runs after the reply
+
+    def apply(self, core: SuccessorDrafter) -> DraftReply:
+        return core.begin(list(self.committed), self.num_tokens, self.sampling, self.seed, self.budget)
+
+
+@dataclass(frozen=True)
+class Commit:
+    """The verification outcome of the current block; the reply is the next block's `DraftReply`."""
+
+    accepted: int  # candidates the target kept
+    token: int  # the target's own token after them (recovered or bonus)
+    num_tokens: int  # candidates to draft for the next block
+    speculates: ClassVar[bool] = True
+
+    def apply(self, core: SuccessorDrafter) -> DraftReply:
+        return core.commit(self.accepted, self.token, self.num_tokens)
+
+
+@dataclass(frozen=True)
+class Finish:
+    """End of a sequence; the reply is the timings (list of dicts) of passes not yet reported."""
+
+    speculates: ClassVar[bool] = False
+
+    def apply(self, core: SuccessorDrafter) -> list[dict]:
+        return core.finish()
+
+
+@dataclass(frozen=True)
+class Calibrate:
+    """Time a synchronous draft and the packed pass per budget (`budget.py`); the reply is a dict."""
+
+    context: int  # tokens of random context before the timed passes
+    budgets: tuple[Budget, ...]  # budgets to time, in this order
+    repeats: int  # timed repeats per measurement (the median is reported)
+    limit_s: float  # once a budget takes longer than this, larger ones are skipped
+    speculates: ClassVar[bool] = False
+
+    def apply(self, core: SuccessorDrafter) -> dict:
+        return core.calibrate(self.context, list(self.budgets), self.repeats, self.limit_s)
+
+
+Request = Begin | Commit | Finish | Calibrate
+
+
+# ---------------------------------------------------------------------------------------------
 # The worker loop (thread and process backends)
-
-SPECULATE_AFTER = ("begin", "commit")  # requests after whose reply the successor pass runs
-
-
-def handle(core: SuccessorDrafter, kind: str, args: tuple) -> Any:
-    """One request to the state machine."""
-    handlers = {"begin": core.begin, "commit": core.commit, "finish": core.finish, "calibrate": core.calibrate}
-    return handlers[kind](*args)
 
 
 def serve(core: SuccessorDrafter, receive: Callable[[], Any], send: Callable[[Any], None]) -> None:
@@ -248,9 +299,8 @@ def serve(core: SuccessorDrafter, receive: Callable[[], Any], send: Callable[[An
     try:
         with torch.inference_mode():
             while (request := receive()) is not None:
-                kind, args = request
-                send(handle(core, kind, args))
-                if kind in SPECULATE_AFTER:
+                send(request.apply(core))
+                if request.speculates:
                     core.speculate()
     except Exception:  # reported to the target, which falls back to synchronous drafting
         send(WorkerError(traceback.format_exc()))
@@ -272,8 +322,8 @@ class DraftingBackend(ABC):
     def __init__(self) -> None:
         self.pending = 0
 
-    def submit(self, kind: str, *args) -> None:
-        self._send((kind, args))
+    def submit(self, request: Request) -> None:
+        self._send(request)
         self.pending += 1
 
     def result(self) -> Any:
@@ -283,10 +333,10 @@ class DraftingBackend(ABC):
             raise WorkerDied(f"drafting worker failed:\n{reply.message}")
         return reply
 
-    def request(self, kind: str, *args) -> Any:
+    def call(self, request: Request) -> Any:
         """Submit and wait, after draining replies left by an abandoned sequence."""
         self.drain()
-        self.submit(kind, *args)
+        self.submit(request)
         return self.result()
 
     def drain(self) -> None:
@@ -299,7 +349,7 @@ class DraftingBackend(ABC):
         """Whether `result` would return (or raise) without waiting."""
 
     @abstractmethod
-    def _send(self, request: tuple) -> None: ...
+    def _send(self, request: Request) -> None: ...
 
     @abstractmethod
     def _receive(self) -> Any: ...
@@ -321,12 +371,11 @@ class InlineBackend(DraftingBackend):
         self.trained, self.recorded_tau = core.drafter.config.trained, core.drafter.config.recorded_tau()
         self.replies: list[Any] = []
 
-    def _send(self, request: tuple) -> None:
-        kind, args = request
+    def _send(self, request: Request) -> None:
         with torch.inference_mode():
-            if kind == "commit":
+            if isinstance(request, Commit):
                 self.core.speculate()
-            self.replies.append(handle(self.core, kind, args))
+            self.replies.append(request.apply(self.core))
 
     def ready(self) -> bool:
         return True
@@ -360,7 +409,7 @@ class ThreadBackend(DraftingBackend):
     def ready(self) -> bool:
         return not self.outbox.empty() or not self.thread.is_alive()
 
-    def _send(self, request: tuple) -> None:
+    def _send(self, request: Request) -> None:
         if not self.thread.is_alive():
             raise WorkerDied("drafting thread is not running")
         self.inbox.put(request)
@@ -455,7 +504,7 @@ class ProcessBackend(DraftingBackend):
         except OSError:
             return True
 
-    def _send(self, request: tuple) -> None:
+    def _send(self, request: Request) -> None:
         try:
             self.conn.send(request)
         except (BrokenPipeError, ConnectionResetError, OSError) as error:

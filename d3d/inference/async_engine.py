@@ -41,9 +41,12 @@ from torch import Tensor
 
 from d3d.errors import D3DError
 from d3d.inference.async_drafting import (
+    Begin,
+    Commit,
     DraftingBackend,
     DraftReply,
     DrafterFactory,
+    Finish,
     InlineBackend,
     ProcessBackend,
     SuccessorDrafter,
@@ -189,11 +192,11 @@ class _Drafts:
     def _submit_begin(self) -> None:
         self.backend.drain()
         seed = self.cfg.seed + DRAFT_SEED_OFFSET
-        self.backend.submit("begin", list(self.committed), self.num_tokens, self.cfg.sampling, seed, self.budget)
+        self.backend.submit(Begin(tuple(self.committed), self.num_tokens, self.cfg.sampling, seed, self.budget))
 
     def commit(self, accepted: int, token: int, num_tokens: int) -> None:
         self.num_tokens = num_tokens
-        self._guard(lambda: self.backend.submit("commit", accepted, token, num_tokens))
+        self._guard(lambda: self.backend.submit(Commit(accepted, token, num_tokens)))
 
     def result(self) -> DraftReply:
         start = time.perf_counter()
@@ -213,7 +216,7 @@ class _Drafts:
         """Collect the last pass timings (the successor pass of the final block)."""
         if self.failure is None:
             try:
-                for event in self.backend.request("finish"):
+                for event in self.backend.call(Finish()):
                     self.stats.add_pass(event)
             except WorkerDied as died:
                 self.failure = str(died)
@@ -234,7 +237,7 @@ class _Drafts:
         print(f"[d3d async] drafting worker lost ({reason}); continuing with synchronous drafting", file=sys.stderr)
         self.backend, self.failure, self.fallback = self.fallback(reason), None, None
         seed = self.cfg.seed + FALLBACK_SEED_OFFSET
-        return self.backend.request("begin", list(self.committed), self.num_tokens, self.cfg.sampling, seed, None)
+        return self.backend.call(Begin(tuple(self.committed), self.num_tokens, self.cfg.sampling, seed, None))
 
 
 @torch.inference_mode()

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
+from d3d.inference.async_drafting import Calibrate
 from d3d.inference.successors import Budget
 from d3d.models.attention import Rows
 from d3d.models.decoder import DecoderModel
@@ -152,7 +153,7 @@ def calibrate_budget(target: DecoderModel, backend, prior: AcceptancePrior, conc
     limit_s = 3 * alone + 0.01
     budgets = candidate_budgets(bs)
     backend.drain()
-    backend.submit("calibrate", CALIBRATION_CONTEXT, budgets, CALIBRATION_REPEATS, limit_s)
+    backend.submit(Calibrate(CALIBRATION_CONTEXT, tuple(budgets), CALIBRATION_REPEATS, limit_s))
     during = []
     while concurrent and not backend.ready():
         during.append(timed_pass())

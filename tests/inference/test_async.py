@@ -71,6 +71,31 @@ def test_greedy_identical_with_untrained_drafter(tiny_llama_dir, target, kind, b
         backend.close()
 
 
+@pytest.mark.parametrize("budget", [Budget(2, 2), Budget(3, 1)])
+def test_thread_backend_samples_exactly_what_the_inline_backend_samples(target, budget):
+    """Same seed, same sampled output and the same hits: where the drafting side runs changes no
+    random draw (the process backend: test_async_worker.py). The scripted drafter samples among
+    its five ranked tokens, so rounds end in hits and misses."""
+    p = prompt(4)
+    scripted = ScriptedDrafter(p[0].tolist() + greedy(target, p, max_new=40), 5, 97, SCENARIOS["mixed"])
+    sampling = SamplingConfig(temperature=1.5, top_k=4)
+    outputs, hits = [], 0
+    for seed in range(3):
+        cfg = GenerationConfig(max_new_tokens=30, sampling=sampling, seed=seed)
+        runs = {}
+        for kind in ("inline", "thread"):
+            backend = make_backend(kind, scripted)
+            try:
+                out, stats = run_async(target, backend, p, budget, cfg=cfg)
+            finally:
+                backend.close()
+            runs[kind] = (out, stats.hits, stats.misses, stats.accept_hist)
+        assert runs["thread"] == runs["inline"]
+        outputs.append(runs["inline"][0])
+        hits += runs["inline"][1]
+    assert hits > 0 and len({tuple(o) for o in outputs}) == 3  # successor branches used; really sampled
+
+
 def test_greedy_identical_with_scripted_oracle(target):
     """A drafter that is always right: every round after the first is a full-acceptance hit."""
     p = prompt(3)

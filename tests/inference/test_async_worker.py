@@ -11,29 +11,21 @@ from functools import partial
 import pytest
 import torch
 
-from d3d.inference.async_drafting import ProcessBackend, WorkerDied
-from d3d.inference.async_engine import AsyncConfig, AsyncDecodeStats, AsyncRunner
-from d3d.inference.engine import DecodeStats, GenerationConfig, autoregressive_decode
+from d3d.inference.async_drafting import InlineBackend, ProcessBackend, SuccessorDrafter, WorkerDied
+from d3d.inference.async_engine import AsyncConfig, AsyncDecodeStats, AsyncRunner, async_speculative_decode
+from d3d.inference.engine import GenerationConfig
+from d3d.inference.sampling import SamplingConfig
 from d3d.inference.stopping import StopChecker
+from d3d.inference.successors import Budget
 from d3d.models.decoder import load_decoder
 from d3d.models.drafter import Drafter
+from tests.helpers import MASK_ID, greedy, prompt
 from tests.inference.sources import ScriptedDrafter
-
-MASK_ID = 96
 
 
 @pytest.fixture(scope="module")
 def target(tiny_llama_dir):
     return load_decoder(tiny_llama_dir)
-
-
-def greedy(target, prompt, max_new):
-    cfg = GenerationConfig(max_new_tokens=max_new)
-    return [t for c in autoregressive_decode(target, prompt, cfg, StopChecker(max_new), DecodeStats("ar")) for t in c]
-
-
-def prompt(seed=0, n=7):
-    return torch.randint(0, 90, (1, n), generator=torch.Generator().manual_seed(seed))
 
 
 def runner_for(target, remote, local, budget="2,2") -> AsyncRunner:
@@ -61,6 +53,30 @@ def test_worker_drafts_concurrently_and_losslessly(target, tiny_llama_dir):
             assert 0 <= stats.hidden_share <= 1 and stats.overlapped_rounds > 0
     finally:
         runner.close()
+
+
+def test_worker_process_samples_exactly_what_the_inline_backend_samples(target):
+    """Same seed, same sampled output and hits: q crosses the pipe unchanged and the worker draws
+    its random numbers as the in-process state machine does."""
+    p = prompt(4)
+    wrong = {j: j % 3 == 0 for j in range(200) if j % 4 in (1, 2)}
+    remote = partial(ScriptedDrafter, p[0].tolist() + greedy(target, p, 40), 5, 97, wrong)
+    runner = runner_for(target, remote, remote)
+    sampling = SamplingConfig(temperature=1.5, top_k=4)
+    hits = 0
+    try:
+        for seed in range(3):
+            cfg = GenerationConfig(max_new_tokens=30, sampling=sampling, seed=seed)
+            there, here = AsyncDecodeStats("async"), AsyncDecodeStats("async")
+            got = [t for c in runner.stream(p, cfg, StopChecker(30), there) for t in c]
+            inline = InlineBackend(SuccessorDrafter(remote()))
+            want = [t for c in async_speculative_decode(target, inline, p, cfg, StopChecker(30), here, Budget(2, 2)) for t in c]
+            assert there.backend == "process" and there.budget == here.budget == "C=2,F=2"
+            assert (got, there.hits, there.misses) == (want, here.hits, here.misses)
+            hits += here.hits
+    finally:
+        runner.close()
+    assert hits > 0  # successor branches were used
 
 
 def test_killed_worker_falls_back_to_synchronous_drafting(target, tiny_llama_dir):

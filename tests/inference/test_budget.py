@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from d3d.inference.async_drafting import InlineBackend, SuccessorDrafter
+from d3d.inference.async_drafting import Begin, InlineBackend, SuccessorDrafter
 from d3d.inference.budget import (
+    CALIBRATION_REPEATS,
     AcceptancePrior,
     calibrate_budget,
     candidate_budgets,
@@ -60,13 +63,50 @@ def test_candidate_budgets_are_cheapest_first_and_capped_at_the_block():
     assert tokens == sorted(tokens) and len(set(budgets)) == len(budgets)
 
 
+class PassLog:
+    """Records (start, end, block rows) of every call it wraps, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[float, float, int]] = []
+
+    def wrap(self, fn):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            out = fn(*args, **kwargs)
+            self.calls.append((start, time.perf_counter(), out.shape[-2] if out.dim() >= 2 else 0))
+            return out
+        return timed
+
+
+def bounds(calls: list[tuple[float, float, int]]) -> tuple[float, float]:
+    """(shortest call, span from the first start to the last end): any median of timings of
+    these calls (plus bookkeeping) lies in between."""
+    return min(end - start for start, end, _ in calls), calls[-1][1] - calls[0][0]
+
+
 def test_calibration_times_real_passes(tiny_llama_dir):
+    """Every reported time is a median of passes that really ran: drafter passes in the order
+    begin, warm-up + repeats of the sync draft, then warm-up + repeats per budget; target passes
+    of B rows for t_v."""
     target = load_decoder(tiny_llama_dir)
     drafter = Drafter.from_base(tiny_llama_dir, [0], 4, 96, "fp", target=target)
+    drafts, verifies = PassLog(), PassLog()
+    drafter.block_logits = drafts.wrap(drafter.block_logits)
+    target.forward = verifies.wrap(target.forward)
     backend = InlineBackend(SuccessorDrafter(drafter))
     choice = calibrate_budget(target, backend, AcceptancePrior(1.2), concurrent=False)
-    assert choice.budget in candidate_budgets(4)
-    assert choice.t_v > 0 and choice.t_s > 0 and choice.table
-    assert backend.pending == 0
-    reply = backend.request("begin", [1, 2, 3], 3, SamplingConfig(), 0, Budget(2, 1))  # drafts normally afterwards
+    assert choice.budget in candidate_budgets(4) and backend.pending == 0
+    per = CALIBRATION_REPEATS + 1
+    timed = [b["budget"] for b in choice.table]
+    assert timed == [str(b) for b in candidate_budgets(4)[: len(timed)]] and len(drafts.calls) == 1 + per * (1 + len(timed))
+    low, high = bounds(drafts.calls[2 : 1 + per])  # the sync draft's timed repeats
+    assert low <= choice.t_s <= high
+    for k, row in enumerate(choice.table):
+        low, high = bounds(drafts.calls[2 + per * (k + 1) : 1 + per * (k + 2)])
+        assert low <= row["t_d_ms"] / 1e3 + 5e-6 and row["t_d_ms"] / 1e3 <= high + 5e-6, row
+    block_passes = [c for c in verifies.calls if c[2] == 4]  # B-row verification passes (the prefill returns one row)
+    assert len(block_passes) == per
+    low, high = bounds(block_passes[1:])
+    assert low <= choice.t_v <= high
+    reply = backend.call(Begin((1, 2, 3), 3, SamplingConfig(), 0, Budget(2, 1)))  # drafts normally afterwards
     assert len(reply.tokens) == 3
