@@ -20,12 +20,15 @@ from d3d.errors import D3DError
 from d3d.inference.pipeline import Target, load_target
 from d3d.inference.sampling import SamplingConfig
 from d3d.models.decoder import load_decoder
-from d3d.training import data
-from d3d.training.data import (
-    DataConfig, DataReport, Decontaminator, EndpointConfig, PendingPrompt, PromptRecord, Response,
-    SelfInstructConfig, check_decontaminated, degenerate_reason, generate_batch, generate_dataset,
-    held_out_prompts, read_prompt_dataset, read_prompt_jsonl, read_rows, request_json, screen_rows,
-    self_instruct_prompts, turn_end_ids, user_turn_template,
+from d3d.training import data, self_instruct
+from d3d.training.data import DataConfig, DataReport, generate_dataset, screen_rows
+from d3d.training.data_journal import read_rows
+from d3d.training.decontamination import Decontaminator, check_decontaminated, held_out_prompts, normalize_text
+from d3d.training.endpoint import EndpointConfig, request_json
+from d3d.training.generation import PendingPrompt, Response, generate_batch
+from d3d.training.prompts import PromptRecord, read_prompt_dataset, read_prompt_jsonl
+from d3d.training.self_instruct import (
+    SelfInstructConfig, degenerate_reason, self_instruct_prompts, turn_end_ids, user_turn_template,
 )
 
 SMOLLM2_TEMPLATE = (
@@ -374,11 +377,11 @@ def test_self_instruct_writes_distinct_filtered_prompts_and_resumes(tmp_path, ch
     journal = tmp_path / "si.jsonl"
     got = self_instruct_prompts(chat_target, 4, batch_size=8, seed=0, journal=journal, cfg=cfg, progress=False)
     texts = [r.text for r in got]
-    assert len(texts) == 4 and len({data.normalize_text(t) for t in texts}) == 4
+    assert len(texts) == 4 and len({normalize_text(t) for t in texts}) == 4
     assert all(degenerate_reason(t, cfg) is None and r.source == "self-instruct" for t, r in zip(texts, got))
     samples = read_rows(journal)
     assert {s["reason"] for s in samples} - {None} == {"unfinished"}
-    monkeypatch.setattr(data, "generate_batch", lambda *a, **k: pytest.fail("resumed run sampled again"))
+    monkeypatch.setattr(self_instruct, "generate_batch", lambda *a, **k: pytest.fail("resumed run sampled again"))
     again = self_instruct_prompts(chat_target, 4, batch_size=8, seed=0, journal=journal, cfg=cfg, progress=False)
     assert [r.text for r in again] == texts
 

@@ -1,0 +1,190 @@
+"""Batched generation on the native runtime: the target answering many prompts at once.
+
+Prompts are left-padded into one batch; every row samples with its own seeded generator (so a row's
+response does not depend on its batch mates) and stops at its own end-of-turn token or budget.
+`TargetResponses` is the `ResponseSource` that answers prompts this way; an OpenAI-compatible
+server is the other (`endpoint.py`). This module knows nothing about prompt files or output files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from d3d.errors import D3DError
+from d3d.inference.pipeline import Target
+from d3d.inference.sampling import SamplingConfig, probs_from_logits, sample
+from d3d.models.attention import Rows
+from d3d.models.decoder import DecoderModel
+from d3d.training.prompts import PromptRecord
+
+@dataclass
+class Generated:
+    """One row's output of `generate_batch`."""
+
+    tokens: list[int]  # new token ids; the last is the stop token when finish_reason is "eos"
+    finish_reason: str  # "eos", "max_new_tokens" or "context"
+
+
+def row_seed(seed: int, key: str) -> int:
+    """A 63-bit seed for one row, from the run's seed and the row's key."""
+    return int.from_bytes(hashlib.sha256(f"{seed}:{key}".encode()).digest()[:8], "big") >> 1
+
+
+def pad_token_id(tokenizer) -> int:
+    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id):
+        if candidate is not None:
+            return int(candidate)
+    return 0
+
+
+def left_pad(prompts: Sequence[Sequence[int]], pad_id: int, device: torch.device) -> tuple[Tensor, Tensor | None, Tensor]:
+    """ids [b, L] left-padded; valid [b, L] (None without padding); start [b] = len - L.
+
+    Row i's real tokens sit at positions 0 .. len_i - 1; its padding at negative positions.
+    """
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    valid = torch.zeros((len(prompts), width), dtype=torch.bool)
+    for i, prompt in enumerate(prompts):
+        ids[i, width - len(prompt) :] = torch.tensor(prompt, dtype=torch.long)
+        valid[i, width - len(prompt) :] = True
+    start = torch.tensor([len(p) - width for p in prompts])
+    padded = any(len(p) != width for p in prompts)
+    return ids.to(device), valid.to(device) if padded else None, start.to(device)
+
+
+class TokenPicker:
+    """Greedy argmax, or sampling with one seeded generator per row (so a row ignores its batch)."""
+
+    def __init__(self, sampling: SamplingConfig, seeds: Sequence[int], device: torch.device) -> None:
+        self.sampling = sampling
+        self.generators = None if sampling.greedy else [torch.Generator(device=device).manual_seed(s) for s in seeds]
+
+    def __call__(self, logits: Tensor) -> Tensor:
+        """logits [b, V] -> tokens [b]."""
+        if self.generators is None:
+            return logits.argmax(-1)
+        probs = probs_from_logits(logits, self.sampling)
+        return torch.stack([sample(probs[i], g) for i, g in enumerate(self.generators)])
+
+
+class RowTracker:
+    """Per-row outputs and stop decisions of a batch."""
+
+    def __init__(self, limits: list[int], stop_ids: frozenset[int], max_new_tokens: int) -> None:
+        self.limits, self.stop_ids, self.max_new_tokens = limits, stop_ids, max_new_tokens
+        self.tokens: list[list[int]] = [[] for _ in limits]
+        self.reasons: list[str | None] = [None] * len(limits)
+
+    def push(self, tokens: list[int]) -> bool:
+        """Record one token per row (finished rows ignore theirs); True once every row is done."""
+        for i, token in enumerate(tokens):
+            if self.reasons[i] is None:
+                self.tokens[i].append(token)
+                self.reasons[i] = self._reason(i, token)
+        return all(r is not None for r in self.reasons)
+
+    def _reason(self, i: int, token: int) -> str | None:
+        if token in self.stop_ids:
+            return "eos"
+        if len(self.tokens[i]) >= self.limits[i]:
+            return "max_new_tokens" if self.limits[i] == self.max_new_tokens else "context"
+        return None
+
+    def finished(self, device: torch.device) -> Tensor:
+        return torch.tensor([r is not None for r in self.reasons], device=device)
+
+    def results(self) -> list[Generated]:
+        return [Generated(t, r or "max_new_tokens") for t, r in zip(self.tokens, self.reasons)]
+
+
+def context_room(model: DecoderModel, prompt_len: int) -> int:
+    """Tokens that fit after a prompt of `prompt_len` tokens in the model's context."""
+    return int(getattr(model.config, "max_position_embeddings", 0) or 1 << 30) - prompt_len
+
+
+@torch.inference_mode()
+def generate_batch(
+    model: DecoderModel,
+    prompts: Sequence[Sequence[int]],
+    max_new_tokens: int,
+    sampling: SamplingConfig,
+    stop_ids: frozenset[int],
+    seeds: Sequence[int] | None = None,
+    pad_id: int = 0,
+) -> list[Generated]:
+    """Answer token prompts together: left padding, one cached pass per step, per-row stops.
+
+    Rows that are done keep being fed `pad_id` (their outputs are ignored) until all are done.
+    When sampling, row i draws from a generator seeded with seeds[i] (default: i), so its tokens
+    do not depend on the rest of the batch, up to float rounding.
+    """
+    dev = model.device
+    limits = [min(max_new_tokens, context_room(model, len(p))) for p in prompts]
+    if min(limits) < 1:
+        raise D3DError(f"a prompt leaves no room in the model's context ({max(map(len, prompts))} tokens)")
+    ids, valid, start = left_pad(prompts, pad_id, dev)
+    cache = model.new_cache(len(prompts), ids.shape[1] + max(limits))
+    logits = model(Rows.clean(ids, start, valid=valid), cache, logits_from=ids.shape[1] - 1)[:, -1]
+    pick = TokenPicker(sampling, seeds if seeds is not None else range(len(prompts)), dev)
+    rows = RowTracker(limits, stop_ids, max_new_tokens)
+    positions = torch.tensor([len(p) for p in prompts], device=dev)
+    for step in range(max(limits)):
+        tokens = pick(logits)  # [b]
+        if rows.push(tokens.tolist()):  # the one deliberate host sync per step
+            break
+        feed = torch.where(rows.finished(dev), pad_id, tokens)
+        logits = model(Rows.clean(feed[:, None], positions + step), cache)[:, -1]
+    return rows.results()
+
+
+@dataclass
+class PendingPrompt:
+    """A prompt on its way to the target."""
+
+    record: PromptRecord
+    ids: list[int]  # the chat-templated prompt, as `Target.encode_chat` gives it
+
+
+@dataclass
+class Response:
+    """One answer, from either source."""
+
+    ids: list[int]  # response token ids, the end-of-turn token last when the model stopped on it
+    text: str  # the response text without special tokens
+    finish_reason: str  # "eos", "max_new_tokens" or "context"
+
+
+class ResponseSource(ABC):
+    """Answers batches of prompts; one subclass per way of producing responses."""
+
+    @abstractmethod
+    def settings(self) -> dict:
+        """What produces the responses, recorded in meta.json and checked on resume."""
+
+    @abstractmethod
+    def respond(self, batch: list[PendingPrompt]) -> list[Response]:
+        """One response per prompt, in order."""
+
+
+class TargetResponses(ResponseSource):
+    """The local target on the native runtime, batched with left padding."""
+
+    def __init__(self, target: Target, sampling: SamplingConfig, max_new_tokens: int, seed: int) -> None:
+        self.target, self.sampling, self.max_new_tokens, self.seed = target, sampling, max_new_tokens, seed
+        self.model = target.native("data generation")
+
+    def settings(self) -> dict:
+        return {"kind": "native"}
+
+    def respond(self, batch: list[PendingPrompt]) -> list[Response]:
+        seeds = [row_seed(self.seed, p.record.id) for p in batch]
+        stops, pad = frozenset(self.target.eos_token_ids), pad_token_id(self.target.tokenizer)
+        outs = generate_batch(self.model, [p.ids for p in batch], self.max_new_tokens, self.sampling, stops, seeds, pad)
+        return [Response(o.tokens, self.target.decode(o.tokens), o.finish_reason) for o in outs]
