@@ -14,6 +14,9 @@
              full-prompt cache: `FullPromptDrafterSource` maps the target's committed sequence
              (reduced prompt + output) onto the drafter's (full prompt + the same output).
 
+`reduce_for_target` (probe + selection, returning a `ReducedPrompt`) is the piece another decode
+loop or a server calls when it admits a request with `d3d_prefill_keep` (`parse_prefill_keep`).
+
 Because the target reads less, the output can differ from full-prompt decoding: this mode is
 opt-in and its statistics say so (`SelectiveStats`). This module knows nothing about tokenizers
 (the protected tokens come in as a mask) or about benchmarks.
@@ -35,6 +38,7 @@ from torch import Tensor
 from d3d.errors import D3DError
 from d3d.inference.drafting import Draft, DrafterSource
 from d3d.inference.engine import DecodeStats, GenerationConfig, now, sampling_generator, speculative_decode
+from d3d.inference.sampling import SamplingConfig
 from d3d.inference.stopping import StopChecker
 from d3d.models.attention import AttentionProbe, Rows
 from d3d.models.decoder import DecoderModel
@@ -177,6 +181,32 @@ def reduce_prompt(prompt: Tensor, selection: Selection) -> Tensor:
     return prompt[:, selection.kept.to(prompt.device)]
 
 
+@dataclass
+class ReducedPrompt:
+    """A prompt after selection: what the target prefills, and the drafter's full-prompt state."""
+
+    target_ids: Tensor  # [1, k] the kept tokens: the target's whole prompt, at positions 0..k-1
+    full_ids: Tensor  # [1, L] the prompt as given: the drafter's prompt
+    selection: Selection  # which tokens were kept, and the probe's scores
+    drafter_cache: KVCache  # the drafter's cache, holding full_ids
+    select_s: float  # wall time of the probe pass and the selection
+
+    def drafter_ids(self, committed: Tensor) -> Tensor:
+        """The drafter's committed sequence [1, L + m] for the target's committed [1, k + m]."""
+        return torch.cat([self.full_ids, committed[:, self.target_ids.shape[1] :]], 1)
+
+
+def reduce_for_target(drafter: Drafter, prompt: Tensor, protected: Tensor, prefill: PrefillConfig) -> ReducedPrompt:
+    """Probe and select: the one call a decode loop (or a server admitting a request) needs.
+
+    prompt: [1, L]; protected: [L] bool (`prompt_layout.protected_tokens`).
+    """
+    t0 = now(prompt.device)
+    with torch.inference_mode():
+        selection, cache = select_prompt(drafter, prompt, protected, prefill)
+    return ReducedPrompt(reduce_prompt(prompt, selection), prompt, selection, cache, now(prompt.device) - t0)
+
+
 class FullPromptDrafterSource(DrafterSource):
     """The drafter drafting from its full-prompt cache while the target holds the reduced prompt.
 
@@ -185,24 +215,19 @@ class FullPromptDrafterSource(DrafterSource):
     target's run k, k+1, .... One source per generation: `start` keeps the prefilled cache.
     """
 
-    def __init__(self, drafter: Drafter, cache: KVCache, full_prompt: Tensor, target_prompt_len: int,
-                 sampling, generator: torch.Generator | None = None) -> None:
+    def __init__(self, drafter: Drafter, reduced: ReducedPrompt, sampling: SamplingConfig,
+                 generator: torch.Generator | None = None) -> None:
         super().__init__(drafter, sampling, generator)
-        self.cache = cache  # holds full_prompt (from the probe pass)
-        self.full_prompt = full_prompt  # [1, L]
-        self.target_prompt_len = target_prompt_len  # k: the reduced prompt's length
+        self.reduced = reduced
+        self.cache = reduced.drafter_cache  # holds the full prompt (from the probe pass)
 
     def start(self, capacity: int) -> None:
-        if self.cache.length != self.full_prompt.shape[1]:
+        if self.cache.length != self.reduced.full_ids.shape[1]:
             raise RuntimeError("a FullPromptDrafterSource serves one generation (its cache has moved on)")
-        self.cache.reserve(capacity - self.target_prompt_len)
-
-    def drafter_sequence(self, committed: Tensor) -> Tensor:
-        """The drafter's committed sequence [1, L + m] for the target's committed [1, k + m]."""
-        return torch.cat([self.full_prompt, committed[:, self.target_prompt_len :]], 1)
+        self.cache.reserve(capacity - self.reduced.target_ids.shape[1])
 
     def propose(self, committed: Tensor, num_tokens: int) -> Draft:
-        return super().propose(self.drafter_sequence(committed), num_tokens)
+        return super().propose(self.reduced.drafter_ids(committed), num_tokens)
 
 
 @dataclass
@@ -243,13 +268,9 @@ def selective_decode(
     prompt: [1, L]; protected: [L] bool. Fills `stats` (a `SelectiveStats` gets the selection's
     fields too) and yields token chunks as `speculative_decode` does.
     """
-    t0 = now(target.device)
-    selection, cache = select_prompt(drafter, prompt, protected, prefill)
-    reduced = reduce_prompt(prompt, selection)
-    select_s = now(target.device) - t0
-    gen = sampling_generator(cfg, target.device, offset=1)
-    source = FullPromptDrafterSource(drafter, cache, prompt, reduced.shape[1], cfg.sampling, gen)
-    yield from speculative_decode(target, source, reduced, cfg, stop, stats)
-    stats.total_s += select_s
+    reduced = reduce_for_target(drafter, prompt, protected, prefill)
+    source = FullPromptDrafterSource(drafter, reduced, cfg.sampling, sampling_generator(cfg, target.device, offset=1))
+    yield from speculative_decode(target, source, reduced.target_ids, cfg, stop, stats)
+    stats.total_s += reduced.select_s
     if isinstance(stats, SelectiveStats):
-        stats.full_prompt_tokens, stats.keep, stats.select_s = prompt.shape[1], prefill.keep, select_s
+        stats.full_prompt_tokens, stats.keep, stats.select_s = prompt.shape[1], prefill.keep, reduced.select_s

@@ -16,6 +16,7 @@ from d3d.inference.prefill import (
     chunk_bounds,
     parse_prefill_keep,
     probe_scores,
+    reduce_for_target,
     reduce_prompt,
     select_chunks,
     select_prompt,
@@ -148,11 +149,11 @@ def test_drafter_drafts_from_the_full_prompt(models):
     _, drafter = models
     prompt, out = ids(8, 30), ids(9, 5)
     protected = torch.zeros(30, dtype=torch.bool)
-    selection, cache = select_prompt(drafter, prompt, protected, PrefillConfig(keep=0.4, chunk_size=4))
-    reduced = reduce_prompt(prompt, selection)
-    source = FullPromptDrafterSource(drafter, cache, prompt, reduced.shape[1], SamplingConfig())
+    reduced = reduce_for_target(drafter, prompt, protected, PrefillConfig(keep=0.4, chunk_size=4))
+    assert reduced.target_ids.shape[1] < 30 and reduced.drafter_cache.length == 30
+    source = FullPromptDrafterSource(drafter, reduced, SamplingConfig())
     source.start(100)
-    got = source.propose(torch.cat([reduced, out], 1), 3).tokens
+    got = source.propose(torch.cat([reduced.target_ids, out], 1), 3).tokens
     want = DrafterSource(drafter, SamplingConfig()).propose(torch.cat([prompt, out], 1), 3).tokens
     assert got.tolist() == want.tolist()
 
