@@ -84,14 +84,7 @@ class Target:
 
     @cached_property
     def eos_token_ids(self) -> tuple[int, ...]:
-        ids = {self.tokenizer.eos_token_id} if self.tokenizer.eos_token_id is not None else set()
-        gen_file = self.model_dir / "generation_config.json"
-        if gen_file.exists():
-            from transformers import GenerationConfig as HFGenerationConfig
-
-            eos = HFGenerationConfig.from_pretrained(self.model_dir).eos_token_id
-            ids |= set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-        return tuple(sorted(ids))
+        return hub.eos_token_ids(self.model_dir, self.tokenizer)
 
     @cached_property
     def context_length(self) -> int:

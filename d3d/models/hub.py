@@ -307,6 +307,21 @@ def load_config(model_dir: Path) -> PretrainedConfig:
         raise D3DError(f"cannot load the config from {model_dir}: {short_reason(error)}") from error
 
 
+def eos_token_ids(model_dir: Path, tokenizer=None, config: PretrainedConfig | None = None) -> tuple[int, ...]:
+    """The end-of-sequence ids of a model: its config's, its tokenizer's and its generation config's (all of them).
+
+    The one definition used by decoding (`Target.eos_token_ids`), data generation and training.
+    `tokenizer` may be None (tiny test models ship none); `config` defaults to the model's.
+    """
+    config = config if config is not None else load_config(model_dir)
+    gen_file = Path(model_dir) / "generation_config.json"
+    generation = json.loads(gen_file.read_text()).get("eos_token_id") if gen_file.is_file() else None
+    ids: set[int] = set()
+    for source in (getattr(config, "eos_token_id", None), getattr(tokenizer, "eos_token_id", None), generation):
+        ids |= set(source if isinstance(source, list) else [source] if source is not None else [])
+    return tuple(sorted(ids))
+
+
 def load_hf_model(
     model_dir: Path, dtype: torch.dtype = torch.float32, device: str | torch.device = "cpu"
 ) -> PreTrainedModel:

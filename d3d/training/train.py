@@ -259,7 +259,7 @@ def resolve_models(cfg: TrainConfig) -> ModelFacts:
         target_dir=target_dir, init_dir=init_dir, init_config=init_cfg,
         layers=_drafter_layers(cfg, init_cfg.num_hidden_layers), vocab_size=target_cfg.vocab_size,
         mask_token_id=_mask_token_id(cfg, tokenizer, target_cfg.vocab_size), fingerprint=fingerprint,
-        eos_ids=_eos_ids(target_dir, target_cfg, tokenizer), labels=cfg.labels or DEFAULT_LABELS,
+        eos_ids=hub.eos_token_ids(target_dir, tokenizer, target_cfg), labels=cfg.labels or DEFAULT_LABELS,
     )
 
 
@@ -289,13 +289,13 @@ def _resolve_drafter_init(cfg: TrainConfig, target_dir: Path) -> ModelFacts:
     return ModelFacts(
         target_dir=target_dir, init_dir=Path(cfg.init), init_config=model_cfg, layers=layers,
         vocab_size=target_cfg.vocab_size, mask_token_id=mask, fingerprint=fingerprint,
-        eos_ids=_eos_ids(target_dir, target_cfg, tokenizer), init_drafter=drafter_cfg, labels=drafter_cfg.labels,
+        eos_ids=hub.eos_token_ids(target_dir, tokenizer, target_cfg), init_drafter=drafter_cfg, labels=drafter_cfg.labels,
     )
 
 
 def target_eos_ids(target_dir: Path) -> tuple[int, ...]:
     """The end-of-sequence ids of a resolved target directory (config, tokenizer, generation config)."""
-    return _eos_ids(target_dir, hub.load_config(target_dir), _optional_tokenizer(target_dir))
+    return hub.eos_token_ids(target_dir, _optional_tokenizer(target_dir))
 
 
 def _optional_tokenizer(model_dir: Path):
@@ -321,18 +321,6 @@ def _mask_token_id(cfg: TrainConfig, tokenizer, vocab_size: int) -> int:
     if not 0 <= mask < vocab_size:
         raise D3DError(f"mask token id {mask} is outside the vocabulary (size {vocab_size})")
     return mask
-
-
-def _eos_ids(target_dir: Path, config, tokenizer) -> tuple[int, ...]:
-    ids: set[int] = set()
-    for source in (config.eos_token_id, getattr(tokenizer, "eos_token_id", None), _generation_eos(target_dir)):
-        ids |= set(source if isinstance(source, list) else [source] if source is not None else [])
-    return tuple(sorted(ids))
-
-
-def _generation_eos(model_dir: Path):
-    file = model_dir / "generation_config.json"
-    return json.loads(file.read_text()).get("eos_token_id") if file.is_file() else None
 
 
 def check_data_tokenizer(metas: Sequence[dict], fingerprint: str) -> None:
@@ -803,7 +791,8 @@ class Trainer:
     def _eval_target(self) -> DecoderModel:
         if self.eval_target is None:
             device = self.accelerator.device
-            self.eval_target = load_decoder(self.facts.target_dir, dtype=default_dtype(device), device=device)
+            dtype = torch.float32 if device.type == "cpu" else default_dtype(device)  # the data's dtype on a CPU
+            self.eval_target = load_decoder(self.facts.target_dir, dtype=dtype, device=device)
         return self.eval_target
 
     def save_checkpoint(self) -> None:
