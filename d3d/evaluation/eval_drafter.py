@@ -56,8 +56,8 @@ def cmd_eval_drafter(args: argparse.Namespace) -> int:
         raise D3DError(f"no usable rows in {', '.join(args.data)} ({report.summary()})")
     started = time.perf_counter()
     result = offline_acceptance(choice.drafter, rows)
-    record = {**result.as_dict(), "data": ",".join(args.data), "dtype": args.dtype, "drafter": choice.description,
-              "offline_s": round(time.perf_counter() - started, 2)}
+    record = {**result.as_dict(), "data": ",".join(args.data), "dtype": args.dtype,
+              "drafter": args.drafter or "shipped", "offline_s": round(time.perf_counter() - started, 2)}
     if args.compare_real:
         record |= real_tau(target, choice.drafter, rows)
     print(format_report(result, record))
@@ -88,7 +88,7 @@ def real_tau(target, drafter, rows: list[tuple[list[int], list[int]]]) -> dict:
 
 def format_report(result, record: dict) -> str:
     """The readable table: an `OfflineResult` and the record around it."""
-    lines = [record["drafter"], f"rows {result.rows}, anchors {result.anchors}, dtype {record['dtype']}",
+    lines = [f"drafter {record['drafter']}", f"rows {result.rows}, anchors {result.anchors}, dtype {record['dtype']}",
              f"tau (simulated sync)  {result.tau_sim:.3f}   over {result.rounds} rounds",
              f"mean accepted length  {result.mean_accepted:.3f}   over every anchor"]
     if "tau_real" in record:
