@@ -20,9 +20,11 @@ output follows the target's distribution, because each sequence draws from its o
 (target: seed, drafter: seed + 1, as `Pipeline.stream` seeds synchronous decoding) and nothing
 else in the batch touches them.
 
-How many drafted tokens a sequence verifies comes from a `VerifyLength` hook (the drafter's
-per-position confidence and the batch size in, k out); the default verifies all of them. The
-hook only sees the drafter's outputs, never the target's random draws, so any choice stays lossless.
+Whether a sequence drafts this round, and how many drafted tokens it verifies, comes from its own
+`DraftPolicy` (made per sequence by the `draft_policy` factory, e.g. `draft_length.DraftLengthPolicy`
+over `BatchShare` costs, so that at a large batch, where the target is compute-bound, speculation
+shrinks); without one every drafted token is verified. A policy only sees the drafter's outputs
+and finished rounds, never the target's random draws of the round, so any choice stays lossless.
 
 This module knows nothing about HTTP, queues, threads or tokenizers: the serving loop
 (`d3d.serving.engine_loop`) calls `add`, `step` and `remove`.
@@ -38,6 +40,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 from torch import Tensor
@@ -52,8 +55,39 @@ from d3d.models.decoder import DecoderModel
 from d3d.models.drafter import Drafter
 from d3d.models.ragged_cache import RaggedKVCache, new_ragged_cache
 
-VerifyLength = Callable[[Tensor, int], int]
-"""(confidence [n] of the drafted tokens under the drafter's q, running batch size) -> k in 0..n."""
+
+
+class DraftPolicy(Protocol):
+    """Per-sequence verification-length policy (the interface of `draft_length.DraftLengthPolicy`)."""
+
+    def should_draft(self) -> bool:
+        """Called once per round before drafting; False: a plain step this round."""
+
+    def choose(self, confidence: Tensor | None, available: int) -> int:
+        """m in 0..available: drafted tokens to verify, from their confidences [available]."""
+
+    def observe(self, verified: int, appended: int) -> None:
+        """After a drafting round: drafted tokens verified, tokens appended."""
+
+
+DraftPolicyFactory = Callable[[Callable[[], int]], DraftPolicy]
+"""Makes one sequence's policy; its argument returns the current batch size."""
+
+
+class BatchShare:
+    """Pass costs as one sequence's share of a batched pass: seconds(k) = t_v(batch * k) / batch.
+
+    Wraps a single-sequence cost table (`pass_costs.PassCosts`, anything with `seconds(k)`). At
+    batch 1 it is the table itself; as the batch grows and a pass of batch * k rows stops being
+    nearly free, verifying more rows costs each sequence more, so a policy verifies fewer.
+    """
+
+    def __init__(self, costs, batch_size: Callable[[], int]) -> None:
+        self.costs, self.batch_size = costs, batch_size
+
+    def seconds(self, k: int) -> float:
+        b = max(1, self.batch_size())
+        return self.costs.seconds(b * k) / b
 
 DRAFT_SEED_OFFSET = 1  # the drafter samples with seed + 1, as synchronous decoding does
 
@@ -73,6 +107,7 @@ class Sequence:
     draft_gen: torch.Generator | None  # seeded with cfg.seed + 1 (None when greedy)
     slot: int = -1  # row of the target's ragged cache
     draft_slot: int = -1  # row of the drafter's ragged cache (-1: not drafting)
+    policy: DraftPolicy | None = None  # its verification-length policy (None: verify every drafted token)
 
     @property
     def finished(self) -> bool:
@@ -146,9 +181,9 @@ class BatchDecoder:
     """Continuous-batching speculative decoder over one target and (optionally) one drafter."""
 
     def __init__(self, target: DecoderModel, drafter: Drafter | None, max_batch: int = 8,
-                 verify_length: VerifyLength | None = None, capacity: int = 256) -> None:
+                 draft_policy: DraftPolicyFactory | None = None, capacity: int = 256) -> None:
         self.target, self.drafter, self.max_batch = target, drafter, max_batch
-        self.verify_length = verify_length
+        self.draft_policy = draft_policy
         self.target_cache = new_ragged_cache(target, max_batch, capacity)
         self.draft_cache = new_ragged_cache(drafter.model, max_batch, capacity) if drafter is not None else None
         self.slots: list[Sequence] = []  # slots[i] lives in target cache slot i
@@ -189,6 +224,7 @@ class BatchDecoder:
         self.slots.append(seq)
         if speculate:
             self._join_drafter(seq, prompt)
+            seq.policy = self.draft_policy(lambda: len(self.slots)) if self.draft_policy is not None else None
         return seq
 
     def _join_drafter(self, seq: Sequence, prompt: Tensor) -> None:
@@ -216,7 +252,11 @@ class BatchDecoder:
         slots.pop()
 
     def _num_draft(self, seq: Sequence) -> int:
-        return min(self.block_size - 1, seq.stop.remaining - 1) if seq.speculate else 0
+        """Tokens to draft for seq this round (0: a plain step); asks its policy once per round."""
+        n = min(self.block_size - 1, seq.stop.remaining - 1) if seq.speculate else 0
+        if n > 0 and seq.policy is not None and not seq.policy.should_draft():
+            return 0
+        return n
 
     def _draft(self, rnd: RoundStats) -> dict[int, Draft]:
         """One batched drafter pass for every drafting sequence; their drafts by sequence id."""
@@ -243,10 +283,11 @@ class BatchDecoder:
         else:
             probs = probs_from_logits(logits, sampling)
             draft = Draft(sample(probs, seq.draft_gen), probs)
-        if self.verify_length is None:
+        if seq.policy is None:
             return draft
-        k = max(0, min(draft.tokens.numel(), int(self.verify_length(draft_confidence(draft, logits), len(self.slots)))))
-        return Draft(draft.tokens[:k], None if draft.probs is None else draft.probs[:k])
+        n = draft.tokens.numel()
+        m = max(0, min(n, int(seq.policy.choose(draft_confidence(draft, logits), n))))
+        return Draft(draft.tokens[:m], None if draft.probs is None else draft.probs[:m])
 
     @torch.inference_mode()
     def step(self) -> tuple[list[tuple[Sequence, list[int]]], RoundStats]:
@@ -269,7 +310,10 @@ class BatchDecoder:
         logits = verify_logits(self.target, self.target_cache, blocks, anchor_pos)  # [b, m, V]
         out, lengths = [], []
         for i, seq in enumerate(self.slots):
-            tokens, accepted = self._accept(seq, drafts.get(seq.ident), logits[i, : len(blocks[i])])
+            draft = drafts.get(seq.ident)
+            tokens, accepted = self._accept(seq, draft, logits[i, : len(blocks[i])])
+            if draft is not None and seq.policy is not None:
+                seq.policy.observe(draft.tokens.numel(), len(tokens))
             lengths.append(anchor_pos[i] + 1 + accepted)
             rnd.appended.append(len(tokens))
             out.append((seq, self._commit(seq, tokens)))
@@ -285,7 +329,7 @@ class BatchDecoder:
     @staticmethod
     def _accept(seq: Sequence, draft: Draft | None, logits: Tensor) -> tuple[list[int], int]:
         """(tokens appended, drafted tokens accepted) for one sequence; logits [n+1, V]."""
-        if draft is None:
+        if draft is None or draft.tokens.numel() == 0:  # a plain step, exactly as plain decoding picks it
             return [int(pick_token(logits[0], seq.cfg.sampling, seq.target_gen))], 0
         result = verify(draft.tokens, draft.probs, logits, seq.cfg.sampling, seq.target_gen)
         return result.tokens.tolist(), result.num_accepted

@@ -54,6 +54,7 @@ class LoadTestConfig:
     dtype: str = "auto"  # started server: --dtype
     device: str | None = None  # started server: --device
     max_batch: int = 8  # started server: --max-batch
+    draft_length: str = "auto"  # started server: --draft-length
 
     def validate(self) -> None:
         if not self.concurrency or min(self.concurrency) < 1:
@@ -251,7 +252,8 @@ def free_port() -> int:
 
 def start_server(cfg: LoadTestConfig, port: int) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "d3d.cli", "serve", "--port", str(port), "--dtype", cfg.dtype,
-           "--max-batch", str(cfg.max_batch), "--max-queue", str(max(64, max(cfg.concurrency)))]
+           "--max-batch", str(cfg.max_batch), "--max-queue", str(max(64, max(cfg.concurrency))),
+           "--draft-length", cfg.draft_length]
     for flag, value in (("--target", cfg.target), ("--drafter", cfg.drafter), ("--device", cfg.device)):
         if value:
             cmd += [flag, value]

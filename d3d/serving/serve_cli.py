@@ -24,6 +24,9 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-batch", type=int, default=8, help="requests decoded together per round")
     p.add_argument("--max-queue", type=int, default=64, help="requests waiting beyond the batch; more get 429")
     p.add_argument("--served-model-name", default=None, help="the model id clients pass (default: the target's name)")
+    p.add_argument("--draft-length", default="auto",
+                   help="rows verified per round: auto (adaptive per request and batch size), all (every drafted "
+                        "token), or k (anchor + k-1 drafted tokens; 1 = no speculation)")
     p.add_argument("--drain-seconds", type=float, default=30.0, help="on SIGTERM, how long running requests may finish")
     p.add_argument("--log-level", default="warning", help="uvicorn log level (info logs every request)")
     p.set_defaults(func=cmd_serve)
@@ -40,6 +43,7 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     lt.add_argument("--out", default=None, help="also write the JSON result here")
     _model_flags(lt)
     lt.add_argument("--max-batch", type=int, default=8, help="the started server's --max-batch")
+    lt.add_argument("--draft-length", default="auto", help="the started server's --draft-length")
     lt.set_defaults(func=cmd_loadtest)
 
 
@@ -56,7 +60,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return run_server(ServeConfig(
         host=args.host, port=args.port, target=args.target, drafter=args.drafter, dtype=args.dtype,
         device=args.device, max_batch=args.max_batch, max_queue=args.max_queue,
-        served_model_name=args.served_model_name, drain_s=args.drain_seconds, log_level=args.log_level,
+        served_model_name=args.served_model_name, draft_length=args.draft_length, drain_s=args.drain_seconds,
+        log_level=args.log_level,
     ))
 
 
@@ -71,6 +76,7 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
         url=args.url, concurrency=levels, requests=args.requests, max_tokens=args.max_tokens,
         phase_s=args.phase_seconds, suite=args.suite, temperature=args.temperature, out=args.out,
         target=args.target, drafter=args.drafter, dtype=args.dtype, device=args.device, max_batch=args.max_batch,
+        draft_length=args.draft_length,
     )
     run_loadtest(cfg)
     return 0

@@ -21,8 +21,6 @@ import sys
 import time
 from dataclasses import dataclass
 
-import torch
-
 from d3d.errors import D3DError
 
 DTYPE_NAMES = ("auto", "bfloat16", "float16", "float32")
@@ -41,6 +39,7 @@ class ServeConfig:
     max_batch: int = 8  # sequences decoded together per round
     max_queue: int = 64  # requests waiting beyond the batch; more get 429
     served_model_name: str | None = None  # the `model` id clients use; None = the target's name
+    draft_length: str = "auto"  # rows verified per round: auto (adaptive per request and batch), all, or k
     drain_s: float = 30.0  # on SIGTERM, seconds running requests may still finish
     log_level: str = "warning"  # uvicorn's log level
 
@@ -53,18 +52,6 @@ class ServeConfig:
             raise D3DError(f"--max-batch must be >= 1 and --max-queue >= 0, got {self.max_batch}, {self.max_queue}")
 
 
-def torch_dtype(name: str, device: torch.device | str | None) -> torch.dtype | None:
-    """The dtype to load the target in; "auto" is resolved by the pipeline (None = its default)."""
-    from d3d.inference import pipeline
-
-    resolve = getattr(pipeline, "resolve_dtype", None)  # the pipeline's own "auto" rule, where it has one
-    if resolve is not None:
-        return resolve(name, device)
-    if name == "auto":
-        return None
-    return getattr(torch, name)
-
-
 def build(cfg: ServeConfig, log=print):
     """(app, engine loop) for `cfg`: the models are loaded here, once."""
     from d3d.inference.batch_engine import BatchDecoder
@@ -74,7 +61,7 @@ def build(cfg: ServeConfig, log=print):
     from d3d.serving.metrics import ServingMetrics
 
     cfg.validate()
-    target = load_target(cfg.target, cfg.device, torch_dtype(cfg.dtype, cfg.device))
+    target = load_target(cfg.target, cfg.device, cfg.dtype)  # the pipeline resolves "auto"
     model = target.native("serving")
     choice = load_drafter(target, cfg.drafter)
     log(f"[d3d serve] target {target.name} ({target.dtype}, {target.device}); {choice.description}")
@@ -82,22 +69,38 @@ def build(cfg: ServeConfig, log=print):
     served = ServedModel(cfg.served_model_name or target.name, target.tokenizer, target.context_length,
                          target.eos_token_ids, model.spec.vocab_size, int(time.time()))
     metrics = ServingMetrics(drafter.block_size, cfg.max_batch)
-    policy = verify_length_policy()
+    policy = draft_policy_factory(cfg.draft_length, model, choice, log)
 
     def make_decoder() -> BatchDecoder:
-        return BatchDecoder(model, drafter, cfg.max_batch, verify_length=policy)
+        return BatchDecoder(model, drafter, cfg.max_batch, draft_policy=policy)
 
     engine = EngineLoop(make_decoder, EngineConfig(cfg.max_batch, cfg.max_queue, cfg.drain_s), metrics)
     return create_app(served, engine, metrics), engine
 
 
-def verify_length_policy():
-    """The adaptive verification length, if this build has one (d3d/inference/draft_length.py)."""
-    try:
-        from d3d.inference import draft_length  # noqa: F401
-    except ImportError:
+def draft_policy_factory(draft_length: str, model, choice, log=print):
+    """Each request's verification-length policy (`draft_length.DraftLengthPolicy`), or None.
+
+    "auto": adaptive, from this machine's measured pass costs taken as each request's share of
+    the batched pass (`BatchShare`), the drafter's measured pass time and its acceptance
+    calibration; "all": verify every drafted token; k: verify exactly k - 1 drafted tokens.
+    """
+    from d3d.inference.batch_engine import BatchShare
+    from d3d.inference.draft_length import Calibration, DraftLengthPolicy, parse_draft_length
+    from d3d.inference.pass_costs import PassCosts, machine_pass_costs, measure_drafter_pass
+
+    if draft_length == "all":
         return None
-    return getattr(draft_length, "serving_policy", None)
+    rows = parse_draft_length(draft_length)
+    if rows is not None:
+        return lambda batch_size: DraftLengthPolicy(PassCosts({1: 1.0}), fixed=rows - 1)
+    costs = machine_pass_costs(model, log=log)
+    draft_s = measure_drafter_pass(choice.drafter)
+    calibration = Calibration.load(choice.path)
+    log(f"[d3d serve] adaptive verification length: t_v(1) {costs.seconds(1) * 1e3:.1f} ms, t_v(16) "
+        f"{costs.seconds(16) * 1e3:.1f} ms, t_d {draft_s * 1e3:.1f} ms, "
+        f"{'identity' if calibration.identity else 'measured'} calibration")
+    return lambda batch_size: DraftLengthPolicy(BatchShare(costs, batch_size), calibration, draft_s=draft_s)
 
 
 def run_server(cfg: ServeConfig) -> int:

@@ -76,17 +76,30 @@ def test_eos_and_budget_stop_each_request_alone(tiny_llama_dir):
     assert got[0][-1] == eos[0] and len(got[1]) == 1
 
 
-def test_verify_length_hook_limits_drafted_tokens(tiny_llama_dir):
-    target = load_decoder(tiny_llama_dir)
-    drafter = Drafter.from_base(tiny_llama_dir, [0, 1], 8, MASK_ID, "fp", target=target)
-    seen = []
+class TwoTokens:
+    """A test policy: draft every other round, verify at most two drafted tokens."""
 
-    def two(confidence: torch.Tensor, batch: int) -> int:
-        seen.append((confidence.numel(), batch))
-        assert ((confidence >= 0) & (confidence <= 1)).all()
+    def __init__(self, batch_size) -> None:
+        self.batch_size, self.rounds, self.seen = batch_size, 0, []
+
+    def should_draft(self) -> bool:
+        self.rounds += 1
+        return self.rounds % 2 == 1
+
+    def choose(self, confidence: torch.Tensor, available: int) -> int:
+        assert confidence.shape == (available,) and ((confidence >= 0) & (confidence <= 1)).all()
+        self.seen.append((available, self.batch_size()))
         return 2
 
-    decoder = BatchDecoder(target, drafter, max_batch=2, verify_length=two)
+    def observe(self, verified: int, appended: int) -> None:
+        assert verified <= 2 and 1 <= appended <= verified + 1
+
+
+def test_draft_policy_chooses_rounds_and_lengths(tiny_llama_dir):
+    target = load_decoder(tiny_llama_dir)
+    drafter = Drafter.from_base(tiny_llama_dir, [0, 1], 8, MASK_ID, "fp", target=target)
+    policies = []
+    decoder = BatchDecoder(target, drafter, max_batch=2, draft_policy=lambda size: policies.append(TwoTokens(size)) or policies[-1])
     cfg = GenerationConfig(max_new_tokens=20)
     seqs = [decoder.add(prompt(s, 5), cfg, StopChecker(20)) for s in (8, 9)]
     while decoder.running:
@@ -94,7 +107,8 @@ def test_verify_length_hook_limits_drafted_tokens(tiny_llama_dir):
     for s, seq in zip((8, 9), seqs):
         assert seq.generated == alone(autoregressive_decode, target, prompt(s, 5), cfg=cfg)
         assert len(seq.stats.accept_hist) <= 4  # at most 2 accepted + 1 target token per round
-    assert seen[0] == (7, 2)
+        assert seq.stats.accept_hist[1] >= seq.stats.rounds // 2  # the plain rounds append one token
+    assert len(policies) == 2 and policies[0].seen[0] == (7, 2)
 
 
 def test_seeded_sampling_in_a_batch_reproduces_the_request_alone(tiny_llama_dir):
@@ -146,3 +160,20 @@ def test_batched_sampling_matches_target_distribution(four_token_target):
     expected = exact_joint(target, p, depth) * trials
     assert expected.min() > 5  # the chi-square approximation holds
     assert chisquare(counts.numpy(), expected.numpy()).pvalue > 1e-3
+
+
+def test_batch_share_makes_the_adaptive_policy_verify_less_at_large_batch():
+    """Compute-bound past 16 rows: at batch 1 verifying 7 drafted tokens is nearly free, at batch 8 it is not."""
+    from d3d.inference.batch_engine import BatchShare
+    from d3d.inference.draft_length import DraftLengthPolicy
+    from d3d.inference.pass_costs import PassCosts
+
+    costs = PassCosts({1: 1.0, 8: 1.1, 16: 1.2, 32: 2.4, 64: 4.8})  # flat, then linear in rows
+    confidence = torch.full((7,), 0.9)
+    size = [1]
+    policy = DraftLengthPolicy(BatchShare(costs, lambda: size[0]), draft_s=0.05)
+    alone_m = policy.choose(confidence, 7)
+    size[0] = 8
+    batched_m = policy.choose(confidence, 7)
+    assert alone_m == 7 and batched_m < alone_m
+    assert BatchShare(costs, lambda: 8).seconds(2) == costs.seconds(16) / 8

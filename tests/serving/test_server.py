@@ -46,7 +46,7 @@ class Server:
         cmd = [sys.executable, "-m", "d3d.cli", "serve", "--target", str(model_dir), "--port", str(self.port),
                "--dtype", "float32", "--device", "cpu", "--max-batch", str(MAX_BATCH), "--max-queue", str(MAX_QUEUE),
                "--served-model-name", "tiny", "--drain-seconds", "0.3"]
-        env = os.environ | {"OMP_NUM_THREADS": "1"}
+        env = os.environ | {"OMP_NUM_THREADS": "1", "D3D_CACHE": str(log.parent / "cache")}  # pass costs measured here
         self.proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
         self.wait_ready()
 
