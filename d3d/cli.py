@@ -288,7 +288,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
 def cmd_draft_vocab(args: argparse.Namespace) -> int:
     from d3d.models import hub
     from d3d.training.draft_vocab import write_draft_vocab
-    from d3d.training.train import target_eos_ids
+    from d3d.training.resolve import target_eos_ids
 
     eos = target_eos_ids(hub.resolve_model_dir(args.target))
     record = write_draft_vocab(args.drafter, args.out, args.data, args.size, eos)

@@ -17,7 +17,8 @@ import numpy as np
 from d3d.inference.pipeline import load_target
 from d3d.models.drafter import Drafter
 from d3d.training.prune import measure_speedup
-from d3d.training.train import measure_tau, target_eos_ids
+from d3d.training.resolve import target_eos_ids
+from d3d.training.validation import measure_tau
 
 
 def main() -> None:

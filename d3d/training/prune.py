@@ -56,13 +56,10 @@ from d3d.models.decoder import DecoderModel, load_decoder
 from d3d.models.drafter import Drafter, load_drafter_body, read_drafter_config
 from d3d.training.losses import LossConfig
 from d3d.training.packing import Example, PackingConfig, load_examples
-from d3d.training.train import (
-    TrainConfig,
-    dev_losses,
-    measure_tau,
-    resolve_models,
-    train,
-)
+from d3d.training.resolve import resolve_models
+from d3d.training.train import train
+from d3d.training.train_config import TrainConfig
+from d3d.training.validation import dev_losses, measure_tau
 
 LOG_NAME = "log.jsonl"
 CONFIG_NAME = "prune_config.json"

@@ -48,7 +48,7 @@ def add_plot_parser(sub) -> None:
 
 def build_train_flags() -> argparse.ArgumentParser:
     """The full `d3d train` parser: --config plus one flag per TrainConfig field (all default to 'unset')."""
-    from d3d.training.train import TrainConfig
+    from d3d.training.train_config import TrainConfig
 
     parser = argparse.ArgumentParser(
         prog="d3d train", description=TRAIN_DESCRIPTION, argument_default=argparse.SUPPRESS
@@ -107,7 +107,7 @@ def read_config_file(path: str) -> dict:
 
 def config_from_args(argv: list[str]):
     """TrainConfig from `--config` and flags (flags win)."""
-    from d3d.training.train import TrainConfig
+    from d3d.training.train_config import TrainConfig
 
     given = vars(build_train_flags().parse_args(argv))
     file = given.pop("config", None)

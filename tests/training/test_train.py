@@ -15,7 +15,8 @@ from d3d.errors import D3DError
 from d3d.models import hub
 from d3d.models.decoder import load_decoder
 from d3d.models.drafter import WEIGHTS_NAME, Drafter
-from d3d.training.train import DrafterObjective, TrainConfig, train
+from d3d.training.objective import DrafterObjective
+from d3d.training.train import TrainConfig, train
 from tests.conftest import save_tiny_model
 
 MASK_ID = 96
