@@ -9,6 +9,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, LlamaConfig, Qwen3Config
 
+os.environ.setdefault("D3D_CHECK_DRAFTS", "1")  # verification checks the draft contract (q > 0) in every test
+
 TINY = dict(
     vocab_size=97, hidden_size=64, intermediate_size=128, num_hidden_layers=4,
     num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512, rms_norm_eps=1e-6,

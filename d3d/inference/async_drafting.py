@@ -58,7 +58,8 @@ class WorkerDied(RuntimeError):
 
 @dataclass
 class DraftReply:
-    """Candidates for the next round, as sent from the drafting side to the target."""
+    """Candidates for the next round, as sent from the drafting side to the target (the draft
+    contract of `drafting.Draft` holds: q of every candidate is positive)."""
 
     tokens: list[int]  # [n] candidate ids for positions anchor_pos+1 .. anchor_pos+n
     probs: Tensor | None = None  # [n, V] q each candidate was sampled from; None when greedy

@@ -20,10 +20,26 @@ from d3d.models.drafter import Drafter
 
 @dataclass
 class Draft:
-    """Candidate tokens for one round."""
+    """Candidate tokens for one round.
+
+    Contract: `probs` is the distribution q each token was actually drawn from, after the
+    source's own warping, so q(tokens[i]) > 0 for every i. A token reported with q = 0 would
+    always be accepted and break losslessness; runs with D3D_CHECK_DRAFTS=1 (the tests) check it
+    in `verify.verify_sampling`.
+    """
 
     tokens: Tensor  # [n] long, n <= B-1: candidates for positions anchor_pos+1 .. anchor_pos+n
     probs: Tensor | None = None  # [n, vocab] the proposal distribution q; None = greedy (one-hot)
+    confidence: Tensor | None = None  # [n] each position's largest q, a function of the prefix only (None: unknown)
+
+    def truncated(self, m: int) -> Draft | None:
+        """The first m candidates (None when m = 0: no speculation this round)."""
+        if m == 0:
+            return None
+        if m >= self.tokens.shape[0]:
+            return self
+        cut = lambda t: None if t is None else t[:m]  # noqa: E731
+        return Draft(self.tokens[:m], cut(self.probs), cut(self.confidence))
 
 
 class DraftSource(ABC):
@@ -56,6 +72,9 @@ class DrafterSource(DraftSource):
     def propose(self, committed: Tensor, num_tokens: int) -> Draft:
         logits = self.drafter.draft_logits(self.cache, committed)[0, :num_tokens]  # [n, V]
         if self.sampling.greedy:
-            return Draft(logits.argmax(-1))
+            top = torch.softmax(logits.float(), -1).max(-1)
+            return Draft(top.indices, confidence=top.values)
         probs = probs_from_logits(logits, self.sampling)
-        return Draft(sample(probs, self.generator), probs)
+        # confidence is each position's largest q, known before sampling: a choice of how many tokens
+        # to verify that looked at the sampled tokens' own q would bias the output (draft_length.py)
+        return Draft(sample(probs, self.generator), probs, probs.max(-1).values)

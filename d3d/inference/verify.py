@@ -15,18 +15,27 @@ Words used throughout:
   argmax of) the target's last row, which costs no additional target pass.
 Each round therefore emits num_accepted + 1 tokens.
 
+The draft contract: every drafted token must have q > 0 under the q reported for it (a token
+drawn from q always does). A token reported with q = 0 would pass u * q < p whenever p > 0, i.e.
+always be accepted, and the output would no longer follow the target. Runs with the environment
+variable D3D_CHECK_DRAFTS=1 (the test suite sets it) check the contract on every round, at the
+cost of one more host sync; other runs trust the source.
+
 Pure tensor functions: this module knows nothing about models, caches, drafters or tokenizers.
 The only host sync is one `.item()` for the accepted count. Tests: tests/inference/test_verify.py.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from d3d.inference.sampling import SamplingConfig, probs_from_logits, sample
+
+CHECK_DRAFTS = os.environ.get("D3D_CHECK_DRAFTS") == "1"  # check the draft contract every round (debug, tests)
 
 
 @dataclass
@@ -35,6 +44,18 @@ class VerifyResult:
 
     num_accepted: int  # draft tokens accepted, 0..n
     tokens: Tensor  # [num_accepted + 1] long: accepted draft tokens, then recovered or bonus
+
+
+class DraftContractError(AssertionError):
+    """A draft source reported q = 0 for a token it drafted (see the module docstring)."""
+
+
+def check_draft_contract(draft: Tensor, q_draft: Tensor) -> None:
+    """Raise `DraftContractError` unless q_draft [n] (q of each drafted token) is positive everywhere."""
+    bad = (q_draft <= 0).nonzero().flatten().tolist()  # a host sync, debug runs only
+    if bad:
+        raise DraftContractError(f"drafted token {int(draft[bad[0]])} at position {bad[0]} has q = 0: "
+                                 "a draft source must report the q its tokens were drawn from")
 
 
 def _accepted_prefix_length(accept: Tensor) -> int:
@@ -92,6 +113,8 @@ def verify_sampling(
         q = draft_probs.to(p.dtype)
     p_draft = p[:-1].gather(-1, draft.unsqueeze(-1)).squeeze(-1)  # [n]
     q_draft = q.gather(-1, draft.unsqueeze(-1)).squeeze(-1)  # [n]
+    if CHECK_DRAFTS:
+        check_draft_contract(draft, q_draft)
     u = torch.rand(n, generator=generator, dtype=p.dtype, device=p.device)
     accept = u * q_draft < p_draft  # u < p/q without dividing; never accepts a token with p = 0
     num_accepted = _accepted_prefix_length(accept)

@@ -321,3 +321,13 @@ def test_statistical_test_detects_a_wrong_residual(monkeypatch):
     pairs, _ = run_speculative_trials(case, SAMPLING, TRIALS // 4)
     joint = case.expected_joint(SAMPLING)
     assert chi_square_p_value(pairs // VOCAB, joint.view(VOCAB, VOCAB).sum(1)) < MIN_P_VALUE
+
+
+def test_a_drafted_token_reported_with_q_zero_breaks_the_contract():
+    """q = 0 would pass u * q < p for any p > 0: always accepted. The test suite runs with the check on."""
+    assert verify_module.CHECK_DRAFTS
+    q = torch.tensor([[0.5, 0.5, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]], dtype=torch.float64)
+    logits = torch.zeros(3, 4, dtype=torch.float64)
+    with pytest.raises(verify_module.DraftContractError, match="token 2 at position 0 has q = 0"):
+        verify(long([2, 1]), q, logits, SAMPLING, torch.Generator().manual_seed(0))
+    verify(long([1, 3]), q, logits, SAMPLING, torch.Generator().manual_seed(0))  # q > 0 for both: fine
