@@ -289,6 +289,14 @@ def load_drafter_body(
     return build_from_state(model_config, keep, state, dtype, device, external, str(path)), config
 
 
+def read_draft_vocab(path: str | Path) -> Tensor | None:
+    """The drafting vocabulary ids stored in a saved drafter's weights file, or None."""
+    from safetensors import safe_open
+
+    with safe_open(str(Path(path) / WEIGHTS_NAME), "pt") as handle:
+        return handle.get_tensor(DRAFT_VOCAB_KEY) if DRAFT_VOCAB_KEY in handle.keys() else None
+
+
 def is_drafter_dir(path: str | Path) -> bool:
     return (Path(path) / CONFIG_NAME).is_file()
 

@@ -3,7 +3,8 @@
 Starting from a trained drafter, each stage
 
 1. measures validation tau with each remaining layer removed (no training: the drafter minus that
-   layer, weights as they are) on the *layer-choice* dev set, and removes the layer whose removal
+   layer, weights and drafting vocabulary as they are) on the *layer-choice* dev set (by default
+   offline: simulated on the stored greedy responses, `d3d.inference.offline`, seconds per layer), and removes the layer whose removal
    costs least (highest tau; ties broken by the lower dev diffusion loss);
 2. recovery-trains the pruned drafter with L_diff + lambda * L_AR + L_KL, distilling from the frozen
    unpruned drafter through the adjusted teacher (`losses.py`), by running `d3d train` on the
@@ -49,11 +50,12 @@ from tqdm import tqdm
 from d3d.errors import D3DError
 from d3d.inference.drafting import DrafterSource
 from d3d.inference.engine import DecodeStats, GenerationConfig, autoregressive_decode, now, speculative_decode
+from d3d.inference.offline import offline_acceptance
 from d3d.inference.pipeline import default_dtype
 from d3d.inference.stopping import StopChecker
 from d3d.jsonl import JsonlFile
 from d3d.models.decoder import DecoderModel, load_decoder
-from d3d.models.drafter import Drafter, load_drafter_body, read_drafter_config
+from d3d.models.drafter import Drafter, load_drafter_body, read_draft_vocab, read_drafter_config
 from d3d.training.losses import LossConfig
 from d3d.training.packing import Example, PackingConfig, load_examples
 from d3d.training.resolve import resolve_models
@@ -85,6 +87,8 @@ class PruneConfig:
     speed_prompts: int = 4  # selection-set prompts decoded for the speedup (each by ar and sync)
     save_every: int = 25  # recovery checkpoints every N steps
     save_dtype: str = "float32"  # dtype of the chosen drafter's stored weights (bfloat16 halves the file)
+    measure: str = "offline"  # tau for layer choice and stages: offline (simulated on greedy dev rows, seconds) or real
+    select: str = "speedup"  # final stage: speedup (the fastest, timed) or shallowest (the last stage; no timing)
 
     def validate(self) -> None:
         if self.min_layers < 1:
@@ -93,6 +97,8 @@ class PruneConfig:
             raise D3DError("recovery steps must be >= 0; eval prompts, speed prompts and max new tokens >= 1")
         if self.save_dtype not in ("float32", "bfloat16", "float16"):
             raise D3DError(f"save dtype must be float32, bfloat16 or float16, got {self.save_dtype}")
+        if self.measure not in ("offline", "real") or self.select not in ("speedup", "shallowest"):
+            raise D3DError("measure must be offline or real, select speedup or shallowest")
         if not self.select_dev:
             raise D3DError("pass --select-dev: a dev set for the checkpoint choice, disjoint from the layer-choice set")
 
@@ -152,8 +158,11 @@ class Pruner:
         self.layer_dev = self._dev(cfg.layer_dev or self.training.get("dev_data") or [], "layer-choice")
         self.select_dev = self._dev(cfg.select_dev, "selection")
         _check_disjoint(self.layer_dev, self.select_dev)
-        self.packing = PackingConfig(self.drafter_cfg.block_size, self.train_cfg.num_anchors, self.facts.mask_token_id)
-        self.loss = LossConfig(self.drafter_cfg.block_size, self.train_cfg.lambda_ar, self.train_cfg.gamma)
+        labels = self.drafter_cfg.labels
+        self.packing = PackingConfig(self.drafter_cfg.block_size, self.train_cfg.num_anchors, self.facts.mask_token_id,
+                                     labels)
+        self.loss = LossConfig(self.drafter_cfg.block_size, self.train_cfg.lambda_ar, self.train_cfg.gamma,
+                               labels=labels)
 
     # -- setup ------------------------------------------------------------------------------
 
@@ -203,9 +212,13 @@ class Pruner:
         drafter = Drafter(body, type(config)(**{**asdict(config), "layers": list(body.layer_ids)}))
         if config.shared_embeddings:
             drafter.share_embeddings_with(self.target)
+        drafter.set_draft_vocab(read_draft_vocab(path))  # the ablations draft exactly as the shipped drafter would
         return drafter.eval()
 
     def tau(self, drafter: Drafter, dev: list[Example]) -> float:
+        """Greedy sync tau on `dev`: simulated on the stored greedy responses (offline) or decoded for real."""
+        if self.cfg.measure == "offline":
+            return offline_acceptance(drafter, [(e.prompt_ids, e.response_ids) for e in dev]).tau_sim
         prompts = [e.prompt_ids for e in dev]
         return measure_tau(self.target, drafter, prompts, self.cfg.max_new_tokens, self.facts.eos_ids)["tau"]
 
@@ -213,7 +226,9 @@ class Pruner:
         return dev_losses(drafter.model, self.layer_dev, self.packing, self.loss, self.train_cfg.seed)["dev_loss_diff"]
 
     def speed(self, drafter: Drafter) -> dict:
-        """Selection-set tau and sync speedup over plain decoding (interleaved, same prompts)."""
+        """Selection-set tau and sync speedup over plain decoding (interleaved, same prompts; 0 when not timed)."""
+        if self.cfg.select == "shallowest":
+            return {"speedup": 0.0, "tau_select": self.tau(drafter, self.select_dev)}
         prompts = self.select_dev[: self.cfg.speed_prompts]
         return measure_speedup(self.target, drafter, [e.prompt_ids for e in prompts], self.cfg.max_new_tokens,
                                self.facts.eos_ids) | {"tau_select": self.tau(drafter, self.select_dev)}
@@ -301,7 +316,7 @@ class Pruner:
             f"{r['tau_select']:.3f} (selection set), speedup {r['speedup']:.2f}x")
 
     def _select(self, stages: list[Stage]) -> Path:
-        best = max(stages, key=lambda s: s.speedup)
+        best = stages[-1] if self.cfg.select == "shallowest" else max(stages, key=lambda s: s.speedup)
         final = self.out / "drafter"
         drafter = self.load(best.path)
         drafter.config.training = read_drafter_config(best.path)[0].training
@@ -309,7 +324,7 @@ class Pruner:
         _save_atomic(drafter, final, getattr(torch, self.cfg.save_dtype))
         self.log.write({"kind": "select", "stage": best.index, "layers": best.layers, "speedup": best.speedup,
                         "path": str(final)})
-        say(f"chose stage {best.index} ({len(best.layers)} layers, speedup {best.speedup:.2f}x): {final}")
+        say(f"chose stage {best.index} ({len(best.layers)} layers, {self.cfg.select}): {final}")
         return final
 
 

@@ -37,6 +37,11 @@ def add_prune_parser(sub) -> None:
     p.add_argument("--speed-prompts", type=int, default=4, help="selection prompts timed for the speedup")
     p.add_argument("--save-dtype", default="float32", choices=["float32", "bfloat16", "float16"],
                    help="dtype of the chosen drafter's stored weights (bfloat16 halves the file)")
+    p.add_argument("--measure", default="offline", choices=["offline", "real"],
+                   help="tau for the layer choice and the stages: offline (simulated on the greedy dev rows, no "
+                        "target pass) or real (greedy decoding)")
+    p.add_argument("--select", default="speedup", choices=["speedup", "shallowest"],
+                   help="the stage kept: the fastest by measured speedup, or the shallowest reached (no timing)")
     p.set_defaults(func=cmd_prune)
 
 
@@ -48,6 +53,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         data=args.data, target=args.target, min_layers=args.min_layers, tau_floor=args.tau_floor,
         recovery_steps=args.recovery_steps, lr=args.lr, eval_prompts=args.eval_prompts,
         max_new_tokens=args.max_new_tokens, speed_prompts=args.speed_prompts, save_dtype=args.save_dtype,
+        measure=args.measure, select=args.select,
     )
     print(f"drafter: {prune(cfg)}")
     return 0

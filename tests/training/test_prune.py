@@ -123,3 +123,16 @@ def test_bad_input_fails_clearly_and_leaves_the_checkpoint_intact(trained_drafte
                  "--select-dev", str(root / "select_dev.jsonl"), "--recovery-steps", "1"])
     assert code == 2 and "cannot read drafter weights" in capsys.readouterr().err
     assert (corrupt / WEIGHTS_NAME).read_bytes() == b"not safetensors" and not (tmp_path / "d" / "drafter").exists()
+
+
+def test_shallowest_selection_with_real_tau_keeps_the_last_stage_untimed(trained_drafter, tmp_path):
+    root, drafter_dir = trained_drafter
+    final = prune(prune_config(root, drafter_dir, output_dir=str(tmp_path / "p"), measure="real", select="shallowest",
+                               recovery_steps=1))
+    log = log_of(tmp_path / "p")
+    stages = [r for r in log if r["kind"] == "stage"]
+    assert [len(s["layers"]) for s in stages] == [3, 2] and all(s["speedup"] == 0.0 for s in stages)
+    assert log[-1]["kind"] == "select" and log[-1]["stage"] == 1 and str(final).endswith("drafter")
+    pruner = Pruner(prune_config(root, drafter_dir, output_dir=str(tmp_path / "p"), measure="real"))
+    ablation = next(r for r in log if r["kind"] == "ablation" and r["layer"] == 0)
+    assert ablation["tau"] == pytest.approx(pruner.tau(pruner.load(drafter_dir, [1, 2]), pruner.layer_dev))
