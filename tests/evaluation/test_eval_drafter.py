@@ -1,0 +1,52 @@
+"""`d3d eval-drafter`: offline acceptance from the command line, the real check beside it, `--save`,
+and bad input as one line with exit status 2."""
+
+from __future__ import annotations
+
+import json
+
+import torch
+
+from d3d.cli import main
+from d3d.inference.engine import DecodeStats, GenerationConfig, autoregressive_decode
+from d3d.inference.stopping import StopChecker
+from d3d.models.decoder import load_decoder
+from d3d.models.drafter import Drafter
+
+
+def greedy_rows(target, count: int, max_new: int = 12) -> list[dict]:
+    """Rows whose responses are the target's greedy output (float32, as eval-drafter runs it)."""
+    g = torch.Generator().manual_seed(0)
+    rows = []
+    for i in range(count):
+        prompt = torch.randint(5, 90, (1, 6), generator=g)
+        chunks = autoregressive_decode(target, prompt, GenerationConfig(max_new_tokens=max_new),
+                                       StopChecker(max_new, ()), DecodeStats("ar"))
+        rows.append({"id": str(i), "prompt_ids": prompt[0].tolist(), "response_ids": [t for c in chunks for t in c]})
+    return rows
+
+
+def test_eval_drafter_reports_saves_and_matches_real_decoding(tiny_chat_model_dir, tmp_path, capsys):
+    target = load_decoder(tiny_chat_model_dir)
+    drafter_dir = tmp_path / "drafter"
+    Drafter.from_base(tiny_chat_model_dir, [0, 1, 2, 3], 4, 96, "", target=target,
+                      labels="next-token").save_pretrained(drafter_dir)
+    data = tmp_path / "dev.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in greedy_rows(target, 3)))
+    args = ["eval-drafter", "--target", str(tiny_chat_model_dir), "--drafter", str(drafter_dir), "--data", str(data)]
+    assert main(args + ["--compare-real", "--save", "--limit", "2"]) == 0
+    out = capsys.readouterr().out
+    record = json.loads(out.strip().splitlines()[-1])
+    assert record["rows"] == 2 and record["tau_real"] == record["tau_sim"] and record["rows_equal_stored"] == 2
+    saved = json.loads((drafter_dir / "acceptance.json").read_text())
+    assert len(saved["alpha"]) == 3 and saved["calibration"]["edges"][-1] == 1.0 and saved["data"] == str(data)
+    assert "tau (simulated sync)" in out
+
+
+def test_eval_drafter_bad_input_is_one_line(tiny_chat_model_dir, tmp_path, capsys):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    code = main(["eval-drafter", "--target", str(tiny_chat_model_dir), "--drafter", str(tmp_path / "none"),
+                 "--data", str(empty)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
