@@ -1,18 +1,20 @@
-"""Training curves from a `d3d train` log: loss parts and validation tau against the step.
+"""Training curves from a `d3d train` log: loss parts against the step, and tau against training tokens.
 
 Reads `log.jsonl` (kinds "train" and "eval"; a resumed run's log holds each step once) and draws
 two panels with matplotlib's Agg backend: L_diff and L_AR (train, and dev where logged) on the
-left, validation tau on the right. It knows nothing about models or training.
+left; on the right the validation tau, offline (simulated on the dev rows) and real where logged,
+against the response tokens trained on (the scaling curve; the step for logs that predate the
+token count). It knows nothing about models or training.
 
     d3d plot runs/drafter/log.jsonl --out runs/drafter/curve.png
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from d3d.errors import D3DError
+from d3d.jsonl import read_records
 from d3d.plotting import save_figure
 
 
@@ -21,16 +23,9 @@ def read_log(log_path: str | Path) -> tuple[list[dict], list[dict]]:
     path = Path(log_path)
     if not path.is_file():
         raise D3DError(f"log not found: {path}")
-    train, evals = [], []
-    for line in path.read_text().splitlines():
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and record.get("kind") == "train":
-            train.append(record)
-        elif isinstance(record, dict) and record.get("kind") == "eval":
-            evals.append(record)
+    records = read_records(path, "training log")
+    train = [r for r in records if r.get("kind") == "train"]
+    evals = [r for r in records if r.get("kind") == "eval"]
     if not train and not evals:
         raise D3DError(f"no training or validation records in {path}")
     return train, evals
@@ -50,10 +45,13 @@ def plot_log(log_path: str | Path, png_path: str | Path) -> Path:
     _series(loss_ax, evals, "dev_loss_diff", "L_diff (dev)", marker="o")
     _series(loss_ax, evals, "dev_loss_ar", "L_AR (dev)", marker="o")
     loss_ax.set(xlabel="optimizer step", ylabel="cross-entropy (nats)", title="losses")
-    _series(tau_ax, evals, "tau", "validation tau", marker="o")
-    taus = [r["tau"] for r in evals if r.get("tau") is not None]
+    x = "tokens_seen" if evals and all("tokens_seen" in r for r in evals) else "step"
+    _series(tau_ax, evals, "offline_tau", "offline tau (simulated, dev rows)", marker="o", x=x)
+    _series(tau_ax, evals, "tau", "validation tau (real decoding)", marker="s", x=x)
+    taus = [r[k] for r in evals for k in ("tau", "offline_tau") if r.get(k) is not None]
     tau_ax.set_ylim(1.0, max(taus + [1.5]) + 0.5)  # tau >= 1 always; a flat start should look flat
-    tau_ax.set(xlabel="optimizer step", ylabel="tokens per round", title="acceptance length tau")
+    xlabel = "response tokens trained on" if x == "tokens_seen" else "optimizer step"
+    tau_ax.set(xlabel=xlabel, ylabel="tokens per round", title="acceptance length tau")
     for ax in (loss_ax, tau_ax):
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
@@ -61,8 +59,8 @@ def plot_log(log_path: str | Path, png_path: str | Path) -> Path:
     return save_figure(fig, png_path)
 
 
-def _series(ax, records: list[dict], key: str, label: str, marker: str | None = None) -> None:
-    points = [(r["step"], r[key]) for r in records if r.get(key) is not None]
+def _series(ax, records: list[dict], key: str, label: str, marker: str | None = None, x: str = "step") -> None:
+    points = [(r[x], r[key]) for r in records if r.get(key) is not None]
     if points:
         steps, values = zip(*points)
         ax.plot(steps, values, label=label, marker=marker, markersize=3)
