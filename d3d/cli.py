@@ -44,7 +44,18 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default=None, help="hub id, local directory or .gguf (default: embedded SmolLM2-135M-Instruct)")
     p.add_argument("--drafter", default=None, help="drafter directory (default: the one shipped for the target)")
     p.add_argument("--block-size", type=int, default=None, help="block size B (default: the drafter's)")
+    p.add_argument("--draft-length", default="auto",
+                   help="rows the target verifies per sync round: 'auto' (chosen per round from the drafter's "
+                        "confidence and this machine's pass costs; plain steps when drafting does not pay) or k "
+                        "(anchor + k-1 drafted tokens; 1 = never speculate)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+    _dtype_flag(p)
+
+
+def _dtype_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dtype", default="auto", choices=["auto", "bfloat16", "float16", "float32"],
+                   help="weights and compute: auto = bfloat16 on CUDA and on CPUs with native bfloat16, else float32; "
+                        "every mode of a run uses the same dtype")
 
 
 def _async_flags(p: argparse.ArgumentParser) -> None:
@@ -137,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--repeats", type=int, default=20, help="timed repeats per size (median)")
     cost.add_argument("--target", default=None, help="hub id, local directory or .gguf (default: embedded)")
     cost.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")
+    _dtype_flag(cost)
     cost.set_defaults(func=cmd_cost)
     add_data_parser(sub)
     add_train_parser(sub)
@@ -186,6 +198,9 @@ def format_stats(stats) -> str:
         f"rounds {stats.rounds} | tau {stats.tau:.2f} | accepted-length histogram {hist or '-'}",
         f"prefill {stats.prefill_s * 1e3:.0f} ms | draft {stats.mean_draft_s * 1e3:.1f} ms/round | verify {stats.mean_verify_s * 1e3:.1f} ms/round",
     ]
+    if getattr(stats, "draft_lengths", None):
+        ks = " ".join(f"{k}:{n}" for k, n in stats.draft_lengths.items())
+        lines.append(f"rows verified per round (k; 1 = plain step) {ks}")
     if hasattr(stats, "select_s"):  # selective prefill
         lines.append(f"selective prefill: the target read {stats.prompt_tokens} of {stats.full_prompt_tokens} prompt tokens "
                      f"(rho {stats.keep}) | selection {stats.select_s * 1e3:.0f} ms | TTFT {stats.ttft_s * 1e3:.0f} ms")
@@ -200,6 +215,7 @@ def format_stats(stats) -> str:
 
 def cmd_generate(args: argparse.Namespace) -> int:
     from d3d.inference.async_engine import new_stats
+    from d3d.inference.draft_length import parse_draft_length
     from d3d.inference.engine import GenerationConfig
     from d3d.inference.pipeline import Pipeline
     from d3d.inference.prefill import SelectiveStats
@@ -219,19 +235,21 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.prefill_chunk < 1:
         raise D3DError(f"--prefill-chunk must be at least 1, got {args.prefill_chunk}")
     pipe = Pipeline.load(target=args.target, drafter=args.drafter, block_size=args.block_size, device=args.device,
-                         async_config=_async_config(args))
+                         async_config=_async_config(args), dtype=args.dtype)
     prompt_ids = pipe.target.encode_chat(args.prompt)
     if args.mode in ("sync", "async"):
         print(f"[d3d] {pipe.drafter.description}", file=sys.stderr)
     if keep is not None:
         print(f"[d3d] selective prefill (rho {keep}): the answer follows the reduced prompt, not the full one", file=sys.stderr)
     pipe.prefill_chunk_size = args.prefill_chunk
+    pipe.draft_length = parse_draft_length(args.draft_length)
     stats = new_stats(args.mode) if keep is None else SelectiveStats(args.mode)
     streamer = TextStreamer(pipe.target.decode)
     for chunk in pipe.stream(prompt_ids, args.mode, cfg, stats, keep):
         streamer.push(chunk)
     streamer.close()
     print("---")
+    print(f"target {pipe.target.name} | dtype {str(pipe.target.dtype).removeprefix('torch.')} | device {pipe.target.device}")
     print(format_stats(stats))
     _save_timeline(stats, args.timeline)
     result = {"stats": stats.as_dict()}
@@ -264,7 +282,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         budget=args.budget, draft_threads=args.draft_threads, target_threads=args.target_threads,
         async_backend=args.async_backend, timeline=args.timeline, ar_drafter=args.ar_drafter,
         ar_draft_tokens=args.ar_draft_tokens, sweep=tuple(args.sweep),
-        prefill_keep=_prefill_keeps(args.prefill_keep), prefill_chunk=args.prefill_chunk,
+        prefill_keep=_prefill_keeps(args.prefill_keep), prefill_chunk=args.prefill_chunk, dtype=args.dtype,
+        draft_length=args.draft_length,
     )
     run_bench(cfg)
     return 0
@@ -280,7 +299,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
         raise D3DError(f"--sizes must be comma-separated integers, got '{args.sizes}'") from None
     if not sizes or sizes[0] < 1 or args.context < 1 or args.repeats < 1:
         raise D3DError("--sizes, --context and --repeats must be positive")
-    model = load_target(args.target, args.device).native("pass timing")
+    model = load_target(args.target, args.device, args.dtype).native("pass timing")
     report(measure_pass_costs(model, sizes, args.context, args.repeats))
     return 0
 

@@ -35,11 +35,13 @@ def greedy(target: DecoderModel, prompt_ids: Tensor, max_new: int = 40, eos: tup
     return [t for chunk in autoregressive_decode(target, prompt_ids, cfg, stop, DecodeStats("ar")) for t in chunk]
 
 
-def run_decode(decode, *args, max_new: int = 40, eos: tuple[int, ...] = (), cfg: GenerationConfig | None = None):
-    """(tokens, stats) of one run of a decode loop, e.g. run_decode(speculative_decode, target, source, prompt)."""
+def run_decode(decode, *args, max_new: int = 40, eos: tuple[int, ...] = (), cfg: GenerationConfig | None = None,
+               **kwargs):
+    """(tokens, stats) of one run of a decode loop, e.g. run_decode(speculative_decode, target, source, prompt);
+    `kwargs` go to the decode loop (e.g. policy=...)."""
     cfg = cfg or GenerationConfig(max_new_tokens=max_new)
     stats = DecodeStats("x")
-    out = [t for chunk in decode(*args, cfg, StopChecker(cfg.max_new_tokens, eos), stats) for t in chunk]
+    out = [t for chunk in decode(*args, cfg, StopChecker(cfg.max_new_tokens, eos), stats, **kwargs) for t in chunk]
     return out, stats
 
 

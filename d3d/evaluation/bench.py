@@ -60,6 +60,7 @@ run header go to stderr. This module knows nothing about the command line.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -78,15 +79,18 @@ from d3d.evaluation.prefill_metrics import (
     add_scores, format_prefill_table, keep_mode, keep_runner, mode_keep, prefill_record, prefill_summary,
     wants_prefill_summary,
 )
+from d3d.evaluation.agreement import agreement_summary, classify
 from d3d.evaluation.suites import BUILTIN_SUITES, Prompt, load_suite
 from d3d.evaluation.timeline import plot_timeline, save_timeline
 from d3d.inference.async_engine import AsyncConfig
 from d3d.inference.successors import Budget
 from d3d.inference.baselines import hf_generate
+from d3d.inference.draft_length import parse_draft_length
 from d3d.inference.engine import DecodeStats, GenerationConfig
-from d3d.inference.pipeline import Pipeline, default_device, load_target
+from d3d.inference.pipeline import Pipeline, default_device, load_target, resolve_dtype
 from d3d.inference.prefill import PrefillConfig
 from d3d.inference.sampling import SamplingConfig
+from d3d.models.decoder import Precision
 
 PLD_TOKENS = 10  # candidate tokens per round of prompt-lookup decoding
 WARMUP_TOKENS = 8  # length of the untimed warm-up generation per mode
@@ -183,6 +187,9 @@ class BenchConfig:
     sweep: tuple[str, ...] = ()  # async budgets "C,F" to run one by one (replaces the single async mode)
     prefill_keep: tuple[float, ...] = ()  # selective prefill: one mode sync@keepRHO per retention (prefill_metrics.py)
     prefill_chunk: int = 32  # selective prefill: tokens per scored prompt chunk
+    dtype: str | None = None  # "auto" (bfloat16 where the hardware has it; the CLI's default), "bfloat16",
+    # "float16", "float32" or None (the library's default: float32 on a CPU, bfloat16 on CUDA)
+    draft_length: str = "auto"  # rows verified per sync round: "auto" (chosen per round) or k
 
     def __post_init__(self) -> None:
         self.modes = tuple(self.modes)
@@ -222,6 +229,8 @@ class BenchConfig:
             raise D3DError("a budget sweep needs the async mode: add async to the modes")
         for budget in self.sweep:
             Budget.parse(budget)
+        parse_draft_length(self.draft_length)
+        resolve_dtype(self.dtype, torch.device("cpu"))
         for keep in self.prefill_keep:
             PrefillConfig(keep=keep, chunk_size=self.prefill_chunk).validate()
         self.generation().validate()
@@ -243,7 +252,9 @@ class BenchConfig:
         key["modes"] = list(self.run_modes)
         if "sweep" in key:
             key["sweep"] = list(self.sweep)  # as JSON reads it back
-        key["device"] = str(torch.device(self.device) if self.device else default_device())
+        device = torch.device(self.device) if self.device else default_device()
+        key["device"] = str(device)
+        key["dtype"] = str(resolve_dtype(self.dtype, device)).removeprefix("torch.")
         if self.suite.strip().lower() not in BUILTIN_SUITES:
             key["suite"] = str(Path(self.suite).resolve())
         return key
@@ -375,7 +386,7 @@ def run_record(tokens: list[int], stats: DecodeStats) -> dict:
         "new_tokens": stats.new_tokens, "total_s": stats.total_s, "prefill_s": stats.prefill_s,
         "rounds": stats.rounds, "round_tokens": stats.round_tokens, "tau": stats.tau,
         "draft_s": stats.draft_s, "verify_s": stats.verify_s, "stop_reason": stats.stop_reason,
-        "tokens": tokens,
+        "draft_lengths": getattr(stats, "draft_lengths", {}), "tokens": tokens,
     } | async_record(stats) | prefill_record(stats)
 
 
@@ -395,8 +406,31 @@ def run_prompt(pipe: Pipeline, modes: tuple[str, ...], index: int, prompt: Promp
     order = mode_order(modes, index)
     results = {mode: run_record(*runner_for(mode)(pipe, prompt_ids, cfg)) for mode in order}
     add_scores(prompt, results, pipe.target.decode)
+    if cfg.sampling.greedy:
+        add_agreement(pipe, prompt_ids, results)
     return {"id": prompt.id, "index": index, "prompt_sha": prompt_digest(prompt), "order": order,
             "results": {mode: results[mode] for mode in modes}}
+
+
+def add_agreement(pipe: Pipeline, prompt_ids: Tensor, results: dict[str, dict]) -> None:
+    """Classify every greedy mode's output against plain decoding's (`agreement.py`)."""
+    reference = results["ar"]["tokens"]
+    for mode, record in results.items():
+        if mode != "ar" and mode_keep(mode) is None:
+            record |= classify(reference, record["tokens"], prompt_ids, exact_target(pipe), pipe.target.dtype).as_dict()
+
+
+def exact_target(pipe: Pipeline):
+    """The run's own target weights computed in float32 (the model itself when it already is), for
+    near-tie checks: the same model in exact arithmetic, not the unrounded checkpoint."""
+    model = pipe.target.native("the agreement check")
+    if model.dtype in (torch.float32, torch.float64):
+        return model
+    if not hasattr(pipe, "_exact_target"):
+        exact = copy.deepcopy(model).to(torch.float32)
+        exact.precision = Precision()
+        pipe._exact_target = exact
+    return pipe._exact_target
 
 
 def warm_up(pipe: Pipeline, modes: tuple[str, ...], prompt: Prompt, cfg: GenerationConfig) -> None:
@@ -435,6 +469,8 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
         same = greedy and mode_keep(mode) is None  # a keep mode's target reads another prompt
         identical = all(r["tokens"] == a["tokens"] for r, a in zip(records, ar_records)) if same else None
         summary[mode] = _mode_summary(_mode_totals(records), ar, identical, len(rows))
+        if same and mode != "ar":
+            summary[mode] |= agreement_summary([_agreement_kind(r, a) for r, a in zip(records, ar_records)])
         if base_mode(mode) in DRAFTER_MODES or mode in AR_DRAFTER_MODES:
             summary[mode] |= _drafting_summary(base_mode(mode), _mode_totals(records), records)
         if base_mode(mode) in DRAFTER_MODES and drafter is not None:
@@ -445,6 +481,13 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
         if base_mode(mode) == "async" and "sync" in summary:
             summary[mode]["speedup_vs_sync"] = _rounded(_ratio(summary["sync"]["total_s"], summary[mode]["total_s"]))
     return summary
+
+
+def _agreement_kind(record: dict, ar_record: dict) -> str:
+    """A record's agreement (records written before the check: identical or divergence)."""
+    if "agreement" in record:
+        return record["agreement"]
+    return "identical" if record["tokens"] == ar_record["tokens"] else "divergence"
 
 
 def _drafting_summary(mode: str, t: dict, records: list[dict]) -> dict:
@@ -486,12 +529,15 @@ def _fmt(value, spec: str) -> str:
 
 def format_table(summary: dict) -> str:
     """One row per mode: tau, tokens/s, speedup, identical, mean t_d / t_v, prompts, tokens, hit rate and
-    hidden share (t_d: sync's draft, async's packed successor pass)."""
+    hidden share (t_d: sync's draft, async's packed successor pass). Where outputs differ, identical
+    reads "I/Tt/Dd": I identical prompts, T near ties, D divergences (`agreement.py`)."""
     head = (f"{'mode':<11} {'tau':>6} {'tok/s':>8} {'speedup':>8} {'identical':>9} {'t_d ms':>8} {'t_v ms':>8} "
             f"{'prompts':>7} {'tokens':>7} {'hit':>5} {'hidden':>6}")
     lines = [head, "-" * len(head)]
     for mode, s in summary.items():
         identical = "-" if s["identical"] is None else ("yes" if s["identical"] else "NO")
+        if "near_ties" in s and not s["identical"]:  # identical prompts / near ties / divergences
+            identical = f"{s['identical_prompts']}/{s['near_ties']}t/{s['divergences']}d"
         lines.append(
             f"{mode:<11} {_fmt(s['tau'], '.3f'):>6} {_fmt(s['tokens_per_s'], '.2f'):>8} "
             f"{_fmt(s['speedup'], '.3f'):>8} {identical:>9} {_fmt(s.get('mean_td_ms', s['mean_draft_ms']), '.2f'):>8} "
@@ -522,9 +568,10 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
     out = out or sys.stdout
     cfg.validate()
     prompts = load_suite(cfg.suite, cfg.limit)
-    pipe = Pipeline(load_target(cfg.target, cfg.device), cfg.drafter, cfg.block_size, cfg.async_config(),
+    pipe = Pipeline(load_target(cfg.target, cfg.device, cfg.dtype), cfg.drafter, cfg.block_size, cfg.async_config(),
                     cfg.ar_drafter, cfg.ar_draft_tokens)
     pipe.prefill_chunk_size = cfg.prefill_chunk
+    pipe.draft_length = parse_draft_length(cfg.draft_length)
     drafter = pipe.drafter.description if any(base_mode(m) in DRAFTER_MODES for m in cfg.run_modes) else None
     if any(m in AR_DRAFTER_MODES for m in cfg.run_modes):
         drafter = "; ".join(filter(None, [drafter, f"AR draft model: {pipe.ar_drafter.description}, k={cfg.ar_draft_tokens}"]))

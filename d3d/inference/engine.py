@@ -27,6 +27,7 @@ import torch
 from torch import Tensor
 
 from d3d.errors import D3DError
+from d3d.inference.draft_length import DraftLengthPolicy
 from d3d.inference.drafting import DraftSource
 from d3d.inference.sampling import SamplingConfig, probs_from_logits, sample
 from d3d.inference.stopping import StopChecker
@@ -67,6 +68,7 @@ class DecodeStats:
     total_s: float = 0.0  # whole generation
     stop_reason: str | None = None  # "eos", "stop_string", "max_new_tokens" or "context"
     block_size_override: str | None = None  # set when --block-size changed a trained drafter's B (pipeline)
+    draft_lengths: dict[str, int] = field(default_factory=dict)  # drafted tokens verified per round -> rounds (0 = plain step)
 
     @property
     def tau(self) -> float:
@@ -96,6 +98,7 @@ class DecodeStats:
             "mean_verify_s": round(self.mean_verify_s, 5), "total_s": round(self.total_s, 4),
             "tokens_per_s": round(self.new_tokens / self.total_s, 3) if self.total_s else 0.0,
             "stop_reason": self.stop_reason, "block_size_override": self.block_size_override,
+            "draft_lengths": self.draft_lengths,
         }
 
 
@@ -196,8 +199,13 @@ def speculative_decode(
     cfg: GenerationConfig,
     stop: StopChecker,
     stats: DecodeStats,
+    policy: DraftLengthPolicy | None = None,
 ) -> Iterator[list[int]]:
-    """Synchronous draft-then-verify decoding; lossless for any source. prompt: [1, n]."""
+    """Synchronous draft-then-verify decoding; lossless for any source. prompt: [1, n].
+
+    `policy` chooses per round whether to draft and how many drafted tokens to verify
+    (`draft_length.py`); None verifies every drafted token.
+    """
     dev = target.device
     start = start_decode(target, prompt, cfg, stop, stats)
     cache, gen = start.cache, start.generator
@@ -213,7 +221,10 @@ def speculative_decode(
         n = min(source.block_size - 1, stop.remaining - 1)
         t1 = now(dev)
         ids = torch.tensor([committed], device=dev)
-        draft = source.propose(ids, n) if n > 0 else None
+        drafting = n > 0 and (policy is None or policy.should_draft())
+        draft = source.propose(ids, n) if drafting else None
+        if draft is not None and policy is not None:
+            draft = draft.truncated(policy.choose(draft.confidence, draft.tokens.shape[0]))
         t2 = now(dev)
         block = ids[:, -1:] if draft is None else torch.cat([ids[:, -1:], draft.tokens.view(1, -1)], 1)
         logits = target(Rows.clean(block, anchor_pos), cache)[0]  # [n+1, V]
@@ -223,6 +234,8 @@ def speculative_decode(
             result = verify(draft.tokens, draft.probs, logits, cfg.sampling, gen)
             tokens, accepted = result.tokens.tolist(), result.num_accepted
         cache.crop(anchor_pos + 1 + accepted)
+        if drafting and policy is not None:
+            policy.observe(0 if draft is None else draft.tokens.shape[0], len(tokens))
         stats.draft_s += t2 - t1
         stats.verify_s += now(dev) - t2
         kept = stop.accept(tokens)
@@ -234,3 +247,5 @@ def speculative_decode(
             break
     stats.stop_reason = stop.reason
     stats.total_s = now(dev) - start.t0
+    if policy is not None:
+        stats.draft_lengths = policy.summary()

@@ -27,7 +27,9 @@ from torch import Tensor
 from d3d.errors import D3DError
 from d3d.inference.ar_drafting import DEFAULT_AR_DRAFT_TOKENS, ArDrafterSource
 from d3d.inference.async_engine import AsyncConfig, AsyncRunner, new_stats
+from d3d.inference.draft_length import Calibration, DraftLengthPolicy
 from d3d.inference.drafting import DrafterSource
+from d3d.inference.pass_costs import PassCosts, machine_pass_costs, measure_drafter_pass
 from d3d.inference.engine import (
     DecodeStats,
     GenerationConfig,
@@ -40,7 +42,7 @@ from d3d.inference.prefill import DEFAULT_CHUNK_SIZE, PrefillConfig, SelectiveSt
 from d3d.inference.prompt_layout import ChatFrame, chat_frame, protected_tokens
 from d3d.inference.stopping import StopChecker
 from d3d.models import hub
-from d3d.models.decoder import DecoderModel, load_decoder
+from d3d.models.decoder import DecoderModel, Precision, load_decoder
 from d3d.models.drafter import Drafter, read_drafter_config
 
 SHIPPED_DRAFTERS_DIR = Path(__file__).resolve().parent.parent / "drafters"  # d3d/drafters/<target>/
@@ -53,10 +55,38 @@ def default_device() -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
+DTYPE_CHOICES = ("auto", *DTYPES)  # the values of every --dtype flag
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX on x86, BF16 on Arm; Linux
+    /proc/cpuinfo flags, False where they cannot be read)."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return False
+    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
+
+
 def default_dtype(device: torch.device) -> torch.dtype:
-    if device.type == "cuda" and torch.cuda.is_bf16_supported():
-        return torch.bfloat16
-    return torch.float32
+    """`--dtype auto`: bfloat16 on CUDA devices and CPUs that support it natively, else float32."""
+    if device.type == "cuda":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    return torch.bfloat16 if device.type == "cpu" and cpu_has_native_bf16() else torch.float32
+
+
+def resolve_dtype(name: str | torch.dtype | None, device: torch.device) -> torch.dtype:
+    """A dtype from a `--dtype` value ("auto", "bfloat16", "float16", "float32") or a torch dtype."""
+    if isinstance(name, torch.dtype):
+        return name
+    if name is None:  # the library's default: exact float32 on a CPU, bfloat16 on CUDA
+        return torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
+    if name == "auto":
+        return default_dtype(device)
+    if name not in DTYPES:
+        raise D3DError(f"unknown dtype '{name}' (choose from {', '.join(DTYPE_CHOICES)})")
+    return DTYPES[name]
 
 
 @dataclass
@@ -116,16 +146,24 @@ class Target:
 
 
 def load_target(
-    spec: str | None = None, device: torch.device | str | None = None, dtype: torch.dtype | None = None
+    spec: str | None = None, device: torch.device | str | None = None, dtype: torch.dtype | str | None = None
 ) -> Target:
+    """The target named by `spec` on `device` in `dtype` (a torch dtype or a `--dtype` value; None:
+    float32 on a CPU, bfloat16 on CUDA; "auto": `default_dtype`).
+
+    Below float32 the runtime keeps its residual stream, attention and top logits in float32
+    (`Precision.for_dtype`), so that greedy speculative output stays equal to plain decoding
+    except at near ties (docs/design.md, "Precision and near ties").
+    """
     device = torch.device(device) if device is not None else default_device()
-    dtype = dtype or default_dtype(device)
+    dtype = resolve_dtype(dtype, device)
     model_dir = hub.resolve_model_dir(spec)
     tokenizer = hub.load_tokenizer(model_dir)
     config = hub.load_config(model_dir)
     model, why = None, None
     try:
         model = load_decoder(model_dir, dtype=dtype, device=device, config=config)
+        model.precision = Precision.for_dtype(dtype)
     except D3DError as err:
         why = str(err)
     return Target(spec or hub.DEFAULT_TARGET, model_dir, tokenizer, model, why, dtype, device)
@@ -136,6 +174,7 @@ class DrafterChoice:
     drafter: Drafter
     description: str  # one line for the user: where it came from, trained or not
     block_size_override: str | None = None  # "trained with B=16, running with B=8" when --block-size changed it
+    path: Path | None = None  # the drafter's directory (None: the untrained fallback)
 
     @property
     def trained(self) -> bool:
@@ -181,7 +220,7 @@ def load_drafter(target: Target, spec: str | None = None, block_size: int | None
         desc += f"; block size overridden ({override}): expect a different tau than trained"
     if block_size is not None:
         drafter.config.block_size = block_size
-    return DrafterChoice(drafter, desc, override)
+    return DrafterChoice(drafter, desc, override, path)
 
 
 class Pipeline:
@@ -199,11 +238,13 @@ class Pipeline:
             raise D3DError(f"AR draft tokens must be at least 1, got {ar_draft_tokens}")
         self.ar_draft_tokens = ar_draft_tokens
         self.prefill_chunk_size = DEFAULT_CHUNK_SIZE  # selective prefill: tokens per scored chunk
+        self.draft_length: int | None = None  # rows verified per round (None: chosen per round, `draft_length.py`)
 
     @classmethod
     def load(cls, target: str | None = None, drafter: str | None = None, block_size: int | None = None,
-             device: str | None = None, async_config: AsyncConfig | None = None) -> Pipeline:
-        return cls(load_target(target, device), drafter, block_size, async_config)
+             device: str | None = None, async_config: AsyncConfig | None = None,
+             dtype: str | torch.dtype | None = None) -> Pipeline:
+        return cls(load_target(target, device, dtype), drafter, block_size, async_config)
 
     @cached_property
     def drafter(self) -> DrafterChoice:
@@ -211,6 +252,23 @@ class Pipeline:
         if choice.block_size_override:
             print(f"[d3d] warning: --block-size overrides the drafter's ({choice.block_size_override})", file=sys.stderr)
         return choice
+
+    @cached_property
+    def pass_costs(self) -> PassCosts:
+        """This machine's t_v(k) for the target (cached on disk per machine and dtype)."""
+        log = lambda msg: print(f"[d3d] {msg}", file=sys.stderr)  # noqa: E731
+        return machine_pass_costs(self.target.native("speculative decoding"), log=log)
+
+    @cached_property
+    def drafter_pass_s(self) -> float:
+        """t_d: one synchronous drafting pass of this pipeline's drafter (measured once)."""
+        return measure_drafter_pass(self.drafter.drafter)
+
+    def draft_length_policy(self) -> DraftLengthPolicy:
+        """A fresh per-generation policy: fixed rows when `draft_length` is set, else adaptive."""
+        if self.draft_length is not None:
+            return DraftLengthPolicy(PassCosts({1: 1.0}), fixed=self.draft_length - 1)
+        return DraftLengthPolicy(self.pass_costs, Calibration.load(self.drafter.path), draft_s=self.drafter_pass_s)
 
     @cached_property
     def ar_drafter(self) -> DrafterChoice:
@@ -260,7 +318,8 @@ class Pipeline:
             stats.block_size_override = self.drafter.block_size_override
         if mode == "sync":
             source = DrafterSource(self.drafter.drafter, cfg.sampling, sampling_generator(cfg, self.target.device, offset=1))
-            return speculative_decode(self.target.native("speculative decoding"), source, prompt_ids, cfg, stop, stats)
+            return speculative_decode(self.target.native("speculative decoding"), source, prompt_ids, cfg, stop, stats,
+                                      self.draft_length_policy())
         if mode == "async":
             return self.async_runner.stream(prompt_ids, cfg, stop, stats)
         if mode == "ar-drafter":

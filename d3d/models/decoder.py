@@ -161,11 +161,13 @@ class Attention(nn.Module):
         mask, is_causal = ctx.attention_mask(layer)
         if ctx.probe is not None:
             ctx.probe.record(q, keys, mask)
+        if ctx.attention_fp32:  # same scores whatever the pass's key length (Precision)
+            q, keys, values = q.float(), keys.float(), values.float()
         out = F.scaled_dot_product_attention(
             q, keys, values, attn_mask=mask, is_causal=is_causal,
             enable_gqa=self.num_heads != self.num_kv_heads,
         )
-        return self.o_proj(out.transpose(1, 2).reshape(b, n, -1))
+        return self.o_proj(out.transpose(1, 2).reshape(b, n, -1).to(x.dtype))
 
 
 class MLP(nn.Module):
@@ -201,13 +203,14 @@ class Precision:
     """
 
     residual_fp32: bool = False  # keep the residual stream in float32 (projections stay in the model dtype)
+    attention_fp32: bool = False  # attention scores, softmax and weighted sum in float32
     refine_top: int = 0  # recompute each row's top-m logits exactly in float32 from a float32 final norm (0 = off)
 
     @staticmethod
     def for_dtype(dtype: torch.dtype) -> Precision:
         """The default for a model dtype: both switches on below float32."""
         low = dtype in (torch.bfloat16, torch.float16)
-        return Precision(residual_fp32=low, refine_top=REFINE_TOP if low else 0)
+        return Precision(residual_fp32=low, attention_fp32=low, refine_top=REFINE_TOP if low else 0)
 
 
 REFINE_TOP = 8  # logits recomputed in float32 per row; far more than a low-precision rounding can reorder
@@ -226,6 +229,8 @@ class PassContext:
     """Per-pass state shared by all layers: the cache, how many rows to cache, the masks (one per
     distinct attention window of the layers), and an optional probe recording some rows'
     attention probabilities (None on every fast path)."""
+
+    attention_fp32 = False  # set per pass from the model's Precision
 
     def __init__(self, rows: Rows, cache: KVCache | None, probe: AttentionProbe | None = None,
                  windows: tuple[int | None, ...] = ()) -> None:
@@ -335,6 +340,7 @@ class DecoderModel(nn.Module):
             cache.reserve(rows.num_clean)
             cache.write_meta(rows.positions[:, : rows.num_clean], None if rows.valid is None else rows.valid[:, : rows.num_clean])
         ctx = PassContext(rows, cache, probe, self.windows)
+        ctx.attention_fp32 = self.precision.attention_fp32
         for i, layer in enumerate(self.model.layers):
             x = layer(x, cos, sin, ctx, i)
         if cache is not None:

@@ -198,3 +198,15 @@ def test_a_results_file_in_use_is_a_d3d_error(config, tmp_path):
     with bench.ResultsFile(cfg.results_path(), {}).lock():
         with pytest.raises(D3DError, match="in use by another bench run"):
             run(cfg)
+
+
+def test_low_precision_runs_classify_every_difference(config):
+    """In bfloat16 each mode reports identical prompts, near ties and divergences, and a tiny model's
+    differences are near ties (float32 top-2 gap under the bfloat16 threshold), never divergences."""
+    out = io.StringIO()
+    summary = run_bench(config(modes=("ar", "sync", "hf"), dtype="bfloat16"), out)
+    for mode in ("sync", "hf"):
+        s = summary[mode]
+        assert s["identical_prompts"] + s["near_ties"] + s["divergences"] == len(PROMPTS)
+        assert s["identical"] == (s["identical_prompts"] == len(PROMPTS))
+        assert s["divergences"] == 0, (mode, s)

@@ -1,0 +1,155 @@
+"""Measured target pass costs t_v(k): what a k-row pass costs on this machine, in this dtype.
+
+Speculative decoding trades one k-row verification for up to k tokens, so the adaptive
+verification length (`draft_length.py`) needs t_v(k) for every k it may choose. Passes of all
+sizes are timed interleaved (round-robin, median of repeats) after the same cached context, the
+cache cropped back after each pass. `machine_pass_costs` caches the table per machine (CPU model or
+GPU name, torch threads, torch version), target (its config) and dtype in
+`~/.cache/d3d/pass_costs/`, so a run measures it once (a few seconds) and later runs read it.
+
+This module knows nothing about drafting or policy. `d3d cost` prints the same table.
+
+    costs = machine_pass_costs(target.model)     # PassCosts; costs.seconds(16) / costs.seconds(1)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from d3d.models.attention import Rows
+from d3d.models.decoder import DecoderModel
+
+COST_SIZES = tuple(range(1, 17)) + (24, 32)  # pass sizes of the cached table (k rows)
+COST_CONTEXT = 256  # cached tokens before each timed pass
+COST_REPEATS = 5  # timed passes per size (median)
+CACHE_DIR = Path(os.environ.get("D3D_CACHE", Path.home() / ".cache" / "d3d")) / "pass_costs"
+
+
+@dataclass(frozen=True)
+class PassCosts:
+    """Median seconds of a k-row target pass, for the measured sizes k (linear in between)."""
+
+    table: dict[int, float]  # k -> seconds, k >= 1
+
+    def seconds(self, k: int) -> float:
+        """t_v(k), interpolated linearly between measured sizes and extrapolated past the largest."""
+        if k in self.table:
+            return self.table[k]
+        sizes = sorted(self.table)
+        lo = max((s for s in sizes if s < k), default=sizes[0])
+        hi = min((s for s in sizes if s > k), default=None)
+        if hi is None:  # past the table: the slope of its last two sizes
+            hi, lo = sizes[-1], sizes[-2] if len(sizes) > 1 else sizes[-1]
+            slope = (self.table[hi] - self.table[lo]) / (hi - lo) if hi != lo else 0.0
+            return self.table[hi] + slope * (k - hi)
+        return self.table[lo] + (self.table[hi] - self.table[lo]) * (k - lo) / (hi - lo)
+
+    def ratios(self) -> dict[int, float]:
+        """t_v(k) / t_v(1) for every measured k."""
+        base = self.seconds(1)
+        return {k: s / base for k, s in sorted(self.table.items())}
+
+
+def _timed_pass(model: DecoderModel, cache, ids: torch.Tensor) -> float:
+    start = cache.length
+    if model.device.type == "cuda":
+        torch.cuda.synchronize(model.device)
+    t = time.perf_counter()
+    model(Rows.clean(ids, start), cache)
+    if model.device.type == "cuda":
+        torch.cuda.synchronize(model.device)
+    elapsed = time.perf_counter() - t
+    cache.crop(start)
+    return elapsed
+
+
+@torch.inference_mode()
+def measure_pass_costs(model: DecoderModel, sizes: list[int], context: int = COST_CONTEXT,
+                       repeats: int = COST_REPEATS) -> dict[int, float]:
+    """Median seconds of one pass of each size after `context` cached tokens (interleaved)."""
+    gen = torch.Generator().manual_seed(0)
+    vocab = model.spec.vocab_size
+    prefix = torch.randint(0, vocab, (1, context), generator=gen).to(model.device)
+    cache = model.new_cache(1, context + max(sizes))
+    model(Rows.clean(prefix, 0), cache, logits_from=context - 1)
+    block = torch.randint(0, vocab, (1, max(sizes)), generator=gen).to(model.device)
+    times: dict[int, list[float]] = {k: [] for k in sizes}
+    for k in sizes:  # warm-up
+        _timed_pass(model, cache, block[:, :k])
+    for _ in range(repeats):
+        for k in sizes:
+            times[k].append(_timed_pass(model, cache, block[:, :k]))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def machine_key(model: DecoderModel) -> str:
+    """What a cached table must match: hardware, threads, torch, the target's shape and dtype."""
+    if model.device.type == "cuda":
+        hardware = torch.cuda.get_device_name(model.device)
+    else:
+        hardware = _cpu_model() + f"/threads={torch.get_num_threads()}"
+    spec = json.dumps(model.config.to_dict(), sort_keys=True, default=str)
+    parts = [hardware, torch.__version__, str(model.dtype), str(model.device.type), spec, str(len(model.layer_ids)),
+             repr(model.precision)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_pass_costs(model: DecoderModel, refresh: bool = False, log=None) -> PassCosts:
+    """The cached t_v(k) table of this machine, target and dtype (measured once, then read)."""
+    path = CACHE_DIR / f"{machine_key(model)}.json"
+    if path.is_file() and not refresh:
+        try:
+            return PassCosts({int(k): float(v) for k, v in json.loads(path.read_text())["seconds"].items()})
+        except (ValueError, KeyError, TypeError):
+            pass  # a torn or foreign file: measure again
+    if log is not None:
+        log(f"measuring target pass costs for k = 1..{max(COST_SIZES)} (once per machine and dtype): {path}")
+    table = measure_pass_costs(model, list(COST_SIZES))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"seconds": {str(k): v for k, v in table.items()}, "dtype": str(model.dtype),
+                               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
+    tmp.replace(path)
+    return PassCosts(table)
+
+
+@torch.inference_mode()
+def measure_drafter_pass(drafter, context: int = COST_CONTEXT, repeats: int = COST_REPEATS) -> float:
+    """Median seconds of one synchronous drafting pass (one block, one new clean token) after
+    `context` cached tokens: the t_d of the verification-length policy. drafter: a `Drafter`."""
+    gen = torch.Generator().manual_seed(0)
+    vocab = drafter.model.spec.vocab_size
+    ids = torch.randint(0, vocab, (1, context + 1), generator=gen).to(drafter.model.device)
+    cache = drafter.new_cache()
+    cache.reserve(context + 2)
+    drafter.draft_logits(cache, ids[:, :context])
+    times = []
+    for _ in range(repeats + 1):
+        cache.crop(context)
+        if drafter.model.device.type == "cuda":
+            torch.cuda.synchronize(drafter.model.device)
+        t = time.perf_counter()
+        drafter.draft_logits(cache, ids)
+        if drafter.model.device.type == "cuda":
+            torch.cuda.synchronize(drafter.model.device)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times[1:])
