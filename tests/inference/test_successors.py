@@ -23,11 +23,13 @@ from d3d.models.drafter import Drafter
 MASK_ID = 96
 
 
-@pytest.fixture(params=["tiny_llama_dir", "tiny_qwen3_dir"])
+@pytest.fixture(params=[("tiny_llama_dir", "same-position"), ("tiny_qwen3_dir", "same-position"),
+                        ("tiny_llama_dir", "next-token")])
 def drafter64(request):
-    model_dir = request.getfixturevalue(request.param)
+    model_dir, labels = request.param
+    model_dir = request.getfixturevalue(model_dir)
     target = load_decoder(model_dir)
-    return Drafter.from_base(model_dir, [0, 2], 5, MASK_ID, "fp", target=target).double()
+    return Drafter.from_base(model_dir, [0, 2], 5, MASK_ID, "fp", target=target, labels=labels).double()
 
 
 def prefilled(drafter: Drafter, prefix: torch.Tensor):
