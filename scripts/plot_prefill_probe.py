@@ -42,10 +42,10 @@ def plot(selection: Selection, needles: list[int], title: str, out: str) -> None
     colours = ["tab:blue" if k else "lightgray" for k in selection.chunk_kept.tolist()]
     fig, ax = plt.subplots(figsize=(10, 3.6))
     ax.bar(range(len(scores)), scores, color=colours, width=1.0, edgecolor="none")
-    for c in needles:
-        ax.axvline(c, color="tab:red", linestyle="--", linewidth=1.2)
-        ax.annotate("answer", (c, scores.max()), color="tab:red", ha="left", va="top", xytext=(4, 0),
-                    textcoords="offset points")
+    if needles:
+        ax.axvspan(min(needles) - 0.5, max(needles) + 0.5, color="tab:red", alpha=0.25, linewidth=0)
+        ax.annotate("answer (needle)", (max(needles) + 0.5, scores.max()), color="tab:red", ha="left", va="top",
+                    xytext=(4, 0), textcoords="offset points")
     ax.set_xlabel(f"prompt chunk ({int(selection.chunk_ends[0] - selection.chunk_starts[0])} tokens each, in order)")
     ax.set_ylabel("probe attention mass\n(sum over heads and layers)")
     ax.set_title(title, fontsize=10)
