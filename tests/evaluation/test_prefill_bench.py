@@ -88,3 +88,13 @@ def test_bad_prefill_flags_are_one_line_and_exit_2(capsys, argv, message):
     err = capsys.readouterr().err
     assert code == EXIT_BAD_INPUT
     assert err.startswith("d3d: error:") and message in err and err.count("\n") == 1
+
+
+def test_generate_with_prefill_keep_says_the_prompt_was_reduced(tiny_chat_model_dir, capsys):
+    code = main(["generate", "--prompt", LONG, "--target", str(tiny_chat_model_dir), "--prefill-keep", "0.9",
+                 "--prefill-chunk", "8", "--max-new-tokens", "4", "--device", "cpu", "--compare"])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert "reduced prompt" in captured.err and "selective prefill: the target read" in captured.out
+    read, of = (int(x) for x in captured.out.split("the target read ")[1].split(" prompt tokens")[0].split(" of "))
+    assert read <= 0.9 * of < of and "not expected" in captured.out
