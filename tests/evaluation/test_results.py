@@ -4,10 +4,25 @@ from __future__ import annotations
 
 import json
 
-from d3d.evaluation.results import ResultsConfig, make_results, read_prune_log
+from d3d.evaluation.results import MODE_NAMES, TABLE_MODES, ResultsConfig, make_results, read_prune_log
+from d3d.jsonl import read_records
 from tests.inference.test_ar_drafting import save_ar_drafter
 
 PROMPTS = ["w10 w11 w12 w13 w10 w11 w12", "w20 w30 w40"]
+
+
+def assert_table1_holds_the_measured_numbers(page: str, results_file) -> None:
+    """Every Table 1 cell is recomputed here from the per-prompt records of the benchmark's results
+    file: tau = appended tokens / rounds, speedup = plain decoding's wall time / the mode's."""
+    rows = [r for r in read_records(results_file) if "results" in r]
+    assert len(rows) == len(PROMPTS)
+    ar_s = sum(r["results"]["ar"]["total_s"] for r in rows)
+    for mode in TABLE_MODES:
+        records = [r["results"][mode] for r in rows]
+        tau = round(sum(x["round_tokens"] for x in records) / sum(x["rounds"] for x in records), 4)
+        speedup = round(ar_s / sum(x["total_s"] for x in records), 4)
+        cell = f"**{speedup:.2f}x**" if mode == "async" else f"{speedup:.2f}x"
+        assert f"| {MODE_NAMES[mode]} | {tau:.2f} | {cell} |" in page, (mode, tau, speedup)
 
 
 def test_the_page_is_generated_from_real_runs_and_regenerated_from_their_files(tiny_chat_model_dir, tmp_path):
@@ -27,11 +42,13 @@ def test_the_page_is_generated_from_real_runs_and_regenerated_from_their_files(t
     )
     page = make_results(cfg)
     text = page.read_text()
+    assert_table1_holds_the_measured_numbers(text, tmp_path / "runs" / "table_suite.jsonl")
     assert "## Table 1" in text and "| D3D async |" in text and "| AR drafter, same depth (native engine) |" in text
     assert "--ar-drafter" in text and "--sweep 1,1 2,1" in text
     for image in ("budget_sweep.png", "pruning_curve.png", "timeline.png"):
         assert (tmp_path / "docs/img" / image).stat().st_size > 0 and f"img/{image}" in text
-    assert [s["stage"] for s in read_prune_log(prune_log)] == [0, 1] and "| 1 | [0, 2] | 1 | 1.800 |" in text
+    assert [s["stage"] for s in read_prune_log(prune_log)] == [0, 1]
+    assert "| 0 | [0, 1, 2] | - | - | 2.000 | 1.900 | 1.10x |" in text and "| 1 | [0, 2] | 1 | 1.800 | 1.950 | 1.850 | 1.30x |" in text
     # a second run reuses every results file: nothing is generated again, the page is the same
     written = {p.name: p.read_text() for p in (tmp_path / "runs").iterdir() if p.suffix == ".jsonl"}
     assert len(written) == 2
