@@ -1,4 +1,4 @@
-"""Asynchronous speculative decoding (DESIGN.md "Asynchronous drafting", paper 3.4).
+"""Asynchronous speculative decoding (docs/design.md "Asynchronous drafting", paper 3.4).
 
 One round, target side:
 

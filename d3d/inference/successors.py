@@ -1,4 +1,4 @@
-"""Successor branches of asynchronous drafting (DESIGN.md "Asynchronous drafting", paper 3.4).
+"""Successor branches of asynchronous drafting (docs/design.md "Asynchronous drafting", paper 3.4).
 
 While the target verifies the block `[a, d_1..d_n]` (anchor a at position p), one packed drafter
 pass prepares the next block for the likely verification outcomes:

@@ -1,4 +1,4 @@
-"""Query rows of a mixed pass and the attention mask they imply (DESIGN.md "Drafter attention").
+"""Query rows of a mixed pass and the attention mask they imply (docs/design.md "Drafter attention").
 
 A forward pass of the native runtime takes `Rows`: first `num_clean` clean rows (causal; written
 to the KV cache), then any number of block rows (never cached). One rule covers every pattern the
