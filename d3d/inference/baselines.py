@@ -17,7 +17,8 @@ transformers appends into `target.stop_checker(cfg)`, so generation ends at the 
 the native decoders (eos, stop string or budget) and the output is that checker's tokens. This is
 used instead of transformers' own `stop_strings`, whose matching differs in edge cases.
 
-The module knows nothing about benchmarks; sampled runs are seeded with `cfg.seed` through
+The module knows nothing about benchmarks or the pipeline (a target is anything shaped like
+`HFTarget`); sampled runs are seeded with `cfg.seed` through
 torch's global generator (transformers offers no other), so they differ from native samples.
 
     tokens, stats = hf_generate(target, target.encode_chat("Hi"), GenerationConfig(), prompt_lookup=10)
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import torch
 from torch import Tensor
@@ -35,10 +36,19 @@ from torch import Tensor
 from d3d.errors import D3DError
 from d3d.inference.engine import DecodeStats, GenerationConfig, context_budget, now
 from d3d.inference.stopping import StopChecker
+from d3d.models.drafter import Drafter
 
-if TYPE_CHECKING:
-    from d3d.inference.pipeline import Target
-    from d3d.models.drafter import Drafter
+
+class HFTarget(Protocol):
+    """What the baselines need of a target (`pipeline.Target` is one): its transformers model,
+    tokenizer, context window, end-of-sequence ids and stopping rule."""
+
+    hf_model: Any  # a transformers causal LM with the target's weights
+    tokenizer: Any  # its transformers tokenizer
+    context_length: int  # tokens the model can attend to
+    eos_token_ids: tuple[int, ...]  # ids that end generation
+
+    def stop_checker(self, cfg: GenerationConfig) -> StopChecker: ...
 
 
 @dataclass
@@ -72,7 +82,7 @@ def _stopping_criterion(stop: StopChecker, prompt_len: int, chunks: list[list[in
     return StoppingCriteriaList([FeedStopChecker()])
 
 
-def _hf_generation_config(target: Target, cfg: GenerationConfig, budget: int, prompt_lookup: int):
+def _hf_generation_config(target: HFTarget, cfg: GenerationConfig, budget: int, prompt_lookup: int):
     """A complete transformers GenerationConfig (nothing inherited from the checkpoint's defaults)."""
     from transformers import GenerationConfig as HFGenerationConfig
 
@@ -107,7 +117,7 @@ def _fill_stats(stats: DecodeStats, stop: StopChecker, chunks: list[list[int]], 
 
 @torch.inference_mode()
 def hf_generate(
-    target: Target, prompt_ids: Tensor, cfg: GenerationConfig, prompt_lookup: int = 0, assistant=None,
+    target: HFTarget, prompt_ids: Tensor, cfg: GenerationConfig, prompt_lookup: int = 0, assistant=None,
     assistant_tokens: int = 4,
 ) -> tuple[list[int], DecodeStats]:
     """Generate with transformers on `target.hf_model`. prompt_ids: [1, n].
@@ -151,7 +161,7 @@ def hf_generate(
     return list(stop.tokens), stats
 
 
-def ar_drafter_hf_model(drafter: Drafter, target: Target):
+def ar_drafter_hf_model(drafter: Drafter, target: HFTarget):
     """The drafter as a transformers causal LM (its layers, the target's embeddings), for assisted generation.
 
     Our runtime uses transformers' parameter names, so the state dict maps one to one; the config

@@ -27,6 +27,7 @@ from torch import Tensor
 from d3d.errors import D3DError
 from d3d.inference.ar_drafting import DEFAULT_AR_DRAFT_TOKENS, ArDrafterSource
 from d3d.inference.async_engine import AsyncConfig, AsyncRunner, new_stats
+from d3d.inference.baselines import ar_drafter_hf_model, hf_generate
 from d3d.inference.draft_length import Calibration, DraftLengthPolicy
 from d3d.inference.drafting import DrafterSource
 from d3d.inference.pass_costs import PassCosts, machine_pass_costs, measure_drafter_pass
@@ -284,8 +285,6 @@ class Pipeline:
     @cached_property
     def ar_drafter_hf(self):
         """The AR draft model as a transformers model, for assisted generation."""
-        from d3d.inference.baselines import ar_drafter_hf_model
-
         return ar_drafter_hf_model(self.ar_drafter.drafter, self.target)
 
     @cached_property
@@ -341,8 +340,6 @@ class Pipeline:
 
     def _transformers_ar(self, prompt_ids: Tensor, cfg: GenerationConfig, stats: DecodeStats) -> Iterator[list[int]]:
         """Plain decoding through transformers, for targets the native runtime cannot run (not streamed)."""
-        from d3d.inference.baselines import hf_generate
-
         tokens, hf_stats = hf_generate(self.target, prompt_ids, cfg)
         vars(stats).update({k: v for k, v in vars(hf_stats).items() if k != "mode"})
         yield tokens
