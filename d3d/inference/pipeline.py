@@ -336,7 +336,8 @@ class Pipeline:
         prefill.validate()
         protected = protected_tokens(self.target.tokenizer, prompt_ids[0].cpu(), self.target.chat_frame)
         target = self.target.native("selective prefill")
-        return selective_decode(target, self.drafter.drafter, prompt_ids, protected, prefill, cfg, stop, stats)
+        return selective_decode(target, self.drafter.drafter, prompt_ids, protected, prefill, cfg, stop, stats,
+                                self.draft_length_policy())
 
     def _transformers_ar(self, prompt_ids: Tensor, cfg: GenerationConfig, stats: DecodeStats) -> Iterator[list[int]]:
         """Plain decoding through transformers, for targets the native runtime cannot run (not streamed)."""

@@ -17,6 +17,7 @@ This module knows nothing about HTTP routes (`app.py`) or batching (`batch_engin
 from __future__ import annotations
 
 import signal
+import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -103,10 +104,22 @@ def draft_policy_factory(draft_length: str, model, choice, log=print):
     return lambda batch_size: DraftLengthPolicy(BatchShare(costs, batch_size), calibration, draft_s=draft_s)
 
 
+def check_port_free(host: str, port: int) -> None:
+    """D3DError (one line, exit 2) if the address is taken, before minutes of model loading."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+    except OSError as err:
+        raise D3DError(f"cannot listen on {host}:{port}: {err.strerror}") from None
+
+
 def run_server(cfg: ServeConfig) -> int:
     """Serve until SIGTERM / Ctrl-C; returns the exit status."""
     import uvicorn
 
+    cfg.validate()
+    check_port_free(cfg.host, cfg.port)
     app, engine = build(cfg, log=lambda m: print(m, file=sys.stderr, flush=True))
 
     class DrainingServer(uvicorn.Server):

@@ -264,6 +264,28 @@ def test_metrics_are_exported(server):
     assert server.metric("d3d_generation_tokens_total") > 0
 
 
+def test_unknown_fields_are_ignored(server):
+    assert httpx.post(f"{server.url}/v1/chat/completions", json=GOOD | {"logit_bias": {"3": 1}, "frobnicate": [1]}).status_code == 200
+
+
+def test_loadtest_against_the_server(server, tmp_path, capsys):
+    from d3d.serving.loadtest import LoadTestConfig, run_loadtest
+
+    suite = tmp_path / "prompts.jsonl"
+    suite.write_text("\n".join(json.dumps({"prompt": words(i, i + 1)}) for i in range(10, 14)) + "\n")
+    out = tmp_path / "load.json"
+    summary = run_loadtest(LoadTestConfig(url=server.url, concurrency=(1, 2), requests=3, max_tokens=12,
+                                          suite=str(suite), out=str(out)))
+    assert set(summary) == {"1", "2"} and json.loads(out.read_text()) == summary
+    for level in summary.values():
+        assert level["on"]["errors"] == 0 and level["off"]["errors"] == 0
+        assert level["on"]["requests"] == 3 and level["on"]["tokens"] > 0
+        assert level["on"]["tau"] >= 1.0 and level["off"]["tau"] == 1.0
+        assert level["speedup"] > 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert "tok/s" in lines[0] and json.loads(lines[-1]) == summary  # the table, then one JSON line
+
+
 def test_sigterm_ends_in_flight_requests_cleanly_and_exits(server):
     """Last: stops the shared server. The in-flight stream ends with its finish or an error event, then [DONE]."""
     client, response, lines = long_stream(server)
