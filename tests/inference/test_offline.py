@@ -14,12 +14,7 @@ from d3d.inference.sampling import SamplingConfig
 from d3d.inference.stopping import StopChecker
 from d3d.models.decoder import load_decoder
 from d3d.models.drafter import Drafter
-
-MASK_ID = 96
-
-
-def prompt(seed: int, n: int = 7) -> torch.Tensor:
-    return torch.randint(0, 90, (1, n), generator=torch.Generator().manual_seed(seed))
+from tests.helpers import MASK_ID, prompt
 
 
 def chunks(decode, *args, max_new: int, eos=()) -> list[list[int]]:

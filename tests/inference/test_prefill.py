@@ -26,8 +26,7 @@ from d3d.inference.sampling import SamplingConfig
 from d3d.inference.stopping import StopChecker
 from d3d.models.decoder import load_decoder
 from d3d.models.drafter import Drafter
-
-MASK_ID = 96
+from tests.helpers import MASK_ID
 
 
 def ids(seed: int, n: int) -> torch.Tensor:

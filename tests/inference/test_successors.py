@@ -19,8 +19,7 @@ from d3d.inference.successors import (
 from d3d.models.attention import Rows
 from d3d.models.decoder import load_decoder
 from d3d.models.drafter import Drafter
-
-MASK_ID = 96
+from tests.helpers import MASK_ID
 
 
 @pytest.fixture(params=[("tiny_llama_dir", "same-position"), ("tiny_qwen3_dir", "same-position"),

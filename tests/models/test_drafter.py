@@ -10,8 +10,7 @@ import torch
 from d3d.errors import D3DError
 from d3d.models.decoder import load_decoder
 from d3d.models.drafter import CONFIG_NAME, WEIGHTS_NAME, Drafter
-
-MASK_ID = 96
+from tests.helpers import MASK_ID
 
 
 def draft(drafter: Drafter, committed: torch.Tensor) -> torch.Tensor:

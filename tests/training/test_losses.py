@@ -19,8 +19,7 @@ from d3d.training.losses import (
     position_weights,
 )
 from d3d.training.packing import IGNORE, Example, PackedBatch, PackingConfig, collate, pack_example
-
-MASK_ID = 96
+from tests.helpers import MASK_ID
 
 
 def tiny_batch(block_size: int = 4, labels: str = "same-position") -> PackedBatch:

@@ -24,8 +24,7 @@ from d3d.training.packing import (
     read_meta,
     sample_anchors,
 )
-
-MASK_ID = 96
+from tests.helpers import MASK_ID
 
 
 def make_example(prompt_len: int, response_len: int, seed: int) -> Example:

@@ -18,8 +18,7 @@ from d3d.models.drafter import WEIGHTS_NAME, Drafter
 from d3d.training.objective import DrafterObjective
 from d3d.training.train import TrainConfig, train
 from tests.conftest import save_tiny_model
-
-MASK_ID = 96
+from tests.helpers import MASK_ID
 
 
 def write_rows(path, count: int = 20, seed: int = 0):
