@@ -313,7 +313,7 @@ class Pruner:
 
     def _report(self, r: dict) -> None:
         say(f"stage {r['stage']}: {len(r['layers'])} layers, tau {r['tau_layer_dev']:.3f} (layer set) "
-            f"{r['tau_select']:.3f} (selection set), speedup {r['speedup']:.2f}x")
+            f"{r['tau_select']:.3f} (selection set), " + (f"speedup {r['speedup']:.2f}x" if r["speedup"] else "untimed"))
 
     def _select(self, stages: list[Stage]) -> Path:
         best = stages[-1] if self.cfg.select == "shallowest" else max(stages, key=lambda s: s.speedup)
