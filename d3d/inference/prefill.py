@@ -36,6 +36,7 @@ import torch
 from torch import Tensor
 
 from d3d.errors import D3DError
+from d3d.inference.draft_length import DraftLengthPolicy
 from d3d.inference.drafting import Draft, DrafterSource
 from d3d.inference.engine import DecodeStats, GenerationConfig, now, sampling_generator, speculative_decode
 from d3d.inference.sampling import SamplingConfig
@@ -262,15 +263,17 @@ def selective_decode(
     cfg: GenerationConfig,
     stop: StopChecker,
     stats: DecodeStats,
+    policy: DraftLengthPolicy | None = None,
 ) -> Iterator[list[int]]:
     """Select with the drafter's probe, then speculative decoding on the reduced prompt.
 
     prompt: [1, L]; protected: [L] bool. Fills `stats` (a `SelectiveStats` gets the selection's
-    fields too) and yields token chunks as `speculative_decode` does.
+    fields too) and yields token chunks as `speculative_decode` does; `policy` is its
+    verification-length policy (None: verify every drafted token).
     """
     reduced = reduce_for_target(drafter, prompt, protected, prefill)
     source = FullPromptDrafterSource(drafter, reduced, cfg.sampling, sampling_generator(cfg, target.device, offset=1))
-    yield from speculative_decode(target, source, reduced.target_ids, cfg, stop, stats)
+    yield from speculative_decode(target, source, reduced.target_ids, cfg, stop, stats, policy)
     stats.total_s += reduced.select_s
     if isinstance(stats, SelectiveStats):
         stats.full_prompt_tokens, stats.keep, stats.select_s = prompt.shape[1], prefill.keep, reduced.select_s
