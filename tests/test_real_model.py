@@ -51,3 +51,20 @@ def test_the_shipped_drafter_is_the_default_and_fits_the_repo(pipe):
     assert str(shipped) in pipe.drafter.description and config.trained and config.shared_embeddings
     assert sum(f.stat().st_size for f in shipped.iterdir()) <= 40 * 2**20
     assert config.objective == "diffusion" and config.recorded_tau() is not None
+
+
+def test_real_chat_template_and_stop_strings_on_the_real_tokenizer(pipe):
+    """The real ChatML template wraps the prompt, and a stop string ends generation at the first
+    token after which the real tokenizer's decoded output contains it, in every mode."""
+    ids = pipe.target.encode_chat(PROMPTS[0])
+    text = pipe.target.tokenizer.decode(ids[0])
+    assert f"<|im_start|>user\n{PROMPTS[0]}<|im_end|>\n<|im_start|>assistant\n" in text and text.startswith("<|im_start|>")
+    cfg = GenerationConfig(max_new_tokens=40)
+    plain, _ = pipe.generate(ids, "ar", cfg)
+    reply = pipe.target.decode(plain)
+    needle = reply[len(reply) // 2 : len(reply) // 2 + 6]
+    first = next(i for i in range(len(plain)) if needle in pipe.target.decode(plain[: i + 1]))
+    stopped = GenerationConfig(max_new_tokens=40, stop_strings=(needle,))
+    for mode in ("ar", "sync", "async"):
+        got, stats = pipe.generate(ids, mode, stopped)
+        assert got == plain[: first + 1] and stats.stop_reason == "stop_string", mode
