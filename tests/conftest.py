@@ -59,6 +59,12 @@ def tiny_qwen3_dir(tmp_path_factory) -> Path:
     return save_tiny_model(tmp_path_factory.mktemp("tiny_qwen3"), "qwen3")
 
 
+@pytest.fixture(params=["tiny_llama_dir", "tiny_qwen3_dir"])
+def target_dir(request) -> Path:
+    """Each tiny target in turn (a test using it runs once per architecture)."""
+    return request.getfixturevalue(request.param)
+
+
 def pytest_collection_modifyitems(config, items):
     if os.environ.get("D3D_SLOW") == "1":
         return

@@ -41,11 +41,6 @@ def run_batch(decoder: BatchDecoder, jobs: list[tuple[torch.Tensor, GenerationCo
     return [seqs[i].generated for i in range(len(jobs))]
 
 
-@pytest.fixture(params=["tiny_llama_dir", "tiny_qwen3_dir"])
-def target_dir(request):
-    return request.getfixturevalue(request.param)
-
-
 @pytest.mark.parametrize("block_size", [2, 4, 16])
 def test_greedy_batched_output_equals_plain_decoding_alone(target_dir, block_size):
     target = load_decoder(target_dir)

@@ -17,11 +17,6 @@ from tests.helpers import run_decode as run
 from tests.inference.sources import OracleSource, RandomSource, TargetAsDrafter
 
 
-@pytest.fixture(params=["tiny_llama_dir", "tiny_qwen3_dir"])
-def target_dir(request):
-    return request.getfixturevalue(request.param)
-
-
 @pytest.mark.parametrize("block_size", [2, 4, 16])
 def test_greedy_identical_with_untrained_drafter(target_dir, block_size):
     target = load_decoder(target_dir)
