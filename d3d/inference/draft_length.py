@@ -14,15 +14,19 @@ machine's measured pass-cost table (`pass_costs.py`) and t_d the measured drafti
 means no speculation this round (a plain 1-row step).
 
 Before the drafter's pass, `should_draft` decides whether drafting pays at all: when the recent
-drafting rounds delivered fewer tokens per second than plain decoding would have (1 / t_v(1)),
-the engine takes plain steps for a while (1, 2, 4, ... up to `max_skip` steps, doubling while
-drafting keeps losing) and then drafts again to re-check. With a useless drafter this falls back
+drafting rounds (a running average, costed from the measured tables) delivered fewer tokens per
+second than plain decoding would have (1 / t_v(1)), the engine takes plain steps for a while
+(1, 2, 4, ... up to `max_skip` steps, doubling while drafting keeps losing) and then drafts once
+to re-check. With a useless drafter this falls back
 to nearly plain decoding; with a good one it never skips.
 
-Lossless by construction: m and the skip decision depend only on this round's drafter output and
-on finished rounds, never on the target's random draws of the round being verified, so every
-token still follows the target's conditional distribution (the speculative sampling argument holds
-for any verification length fixed before the round's verification).
+Lossless by construction: m and the skip decision depend only on finished rounds and on the
+drafter's *distributions* of this round (its confidence is each position's largest q, a function
+of the prefix), never on the tokens it sampled nor on the target's random draws of this round, so
+every token still follows the target's conditional distribution: the speculative sampling argument
+holds for any verification length fixed before the round's draws. (Choosing m from the sampled
+tokens' own q would not be lossless: it verifies the drafts the drafter happened to like, and the
+statistical test in tests/inference/test_draft_length.py catches exactly that.)
 
 This module knows nothing about the decode loop; `engine.py` and `async_engine.py` call it.
 
@@ -43,7 +47,8 @@ from d3d.errors import D3DError
 from d3d.inference.pass_costs import PassCosts
 
 ACCEPTANCE_FILE = "acceptance.json"  # written beside a drafter by `d3d eval-drafter --save`
-GAIN_SMOOTHING = 0.3  # weight of the newest round in the running realised-gain average
+GAIN_SMOOTHING = 0.15  # weight of the newest round in the running realised-gain average
+MIN_DRAFTED_ROUNDS = 4  # drafting rounds observed before the first decision to take plain steps
 MAX_SKIP = 32  # longest run of plain steps between two drafting re-checks
 
 
@@ -52,7 +57,8 @@ class Calibration:
     """P(a drafted token is accepted | the drafter's probability of it), by probability bin."""
 
     edges: tuple[float, ...] = (0.0, 1.0)  # bin edges over [0, 1], ascending
-    accept: tuple[float, ...] = (0.5,)  # acceptance rate per bin (len(edges) - 1 values)
+    accept: tuple[float, ...] = (0.5,)  # acceptance rate per bin (len(edges) - 1 values), all positions pooled
+    by_position: tuple[tuple[float | None, ...], ...] = ()  # [j][bin] position j+1's own rate (None: too few samples)
     identity: bool = True  # no table: a drafter's probability is taken as its acceptance rate
 
     @staticmethod
@@ -70,15 +76,33 @@ class Calibration:
             raise D3DError(f"{path}: {len(edges)} bin edges need {len(edges) - 1} acceptance rates, got {len(accept)}")
         if count is not None:  # an empty bin reads as its own midpoint
             accept = [a if c else (lo + hi) / 2 for a, c, lo, hi in zip(accept, count, edges, edges[1:])]
-        return Calibration(tuple(float(e) for e in edges), tuple(float(a) for a in accept), identity=False)
+        return Calibration(tuple(float(e) for e in edges), tuple(float(a) for a in accept),
+                           _position_rates(json.loads(path.read_text()).get("calibration_by_position")), identity=False)
 
     def acceptance(self, confidence: Tensor) -> Tensor:
-        """Calibrated acceptance [n] for drafter probabilities confidence [n]."""
+        """Calibrated acceptance [n] for the drafter's confidences [n] at positions 1..n: each
+        position's own rate where its bin had enough samples, else the pooled rate."""
         if self.identity:
             return confidence.float().clamp(0.0, 1.0)
         edges = torch.tensor(self.edges[1:-1], dtype=torch.float32)
-        bins = torch.bucketize(confidence.float().cpu(), edges, right=True)
-        return torch.tensor(self.accept, dtype=torch.float32)[bins]
+        bins = torch.bucketize(confidence.float().cpu(), edges, right=True).tolist()
+        rates = [self._rate(j, b) for j, b in enumerate(bins)]
+        return torch.tensor(rates, dtype=torch.float32)
+
+    def _rate(self, position: int, bin_index: int) -> float:
+        own = self.by_position[position][bin_index] if position < len(self.by_position) else None
+        return self.accept[bin_index] if own is None else own
+
+
+MIN_BIN_SAMPLES = 20  # a position's own calibration bin is used from this many samples on
+
+
+def _position_rates(table: dict | None) -> tuple[tuple[float | None, ...], ...]:
+    """Per-position bin rates of an acceptance table, None where a bin has too few samples."""
+    if not table:
+        return ()
+    return tuple(tuple(a if c >= MIN_BIN_SAMPLES else None for a, c in zip(acc, cnt))
+                 for acc, cnt in zip(table["accept"], table["count"]))
 
 
 def expected_tokens(acceptance: Tensor) -> Tensor:
@@ -98,6 +122,8 @@ class DraftLengthPolicy:
     draft_s: float = 0.0  # t_d: seconds of one drafting pass, measured once (not live, so that
     # the choices, and sampled output per seed, do not depend on timing noise)
     gain: float | None = None  # running realised tokens/s of drafting rounds / plain decoding's
+    min_rounds: int = MIN_DRAFTED_ROUNDS  # drafting rounds observed before plain steps may be chosen
+    drafted_rounds: int = 0  # drafting rounds observed so far
     skip_left: int = 0  # plain steps still to take before drafting again
     backoff: int = 1  # length of the next run of plain steps if drafting loses again
     histogram: dict[int, int] = field(default_factory=dict)  # m -> rounds that verified m drafted tokens
@@ -137,12 +163,12 @@ class DraftLengthPolicy:
         plain = self.costs.seconds(1)
         realised = appended * plain / (self.draft_s + self.costs.seconds(verified + 1))
         self.gain = realised if self.gain is None else (1 - GAIN_SMOOTHING) * self.gain + GAIN_SMOOTHING * realised
-        if self.fixed is not None or self.max_skip == 0:
+        self.drafted_rounds += 1
+        if self.fixed is not None or self.max_skip == 0 or self.drafted_rounds < self.min_rounds:
             return
-        if self.gain < 1.0:
+        if self.gain < 1.0:  # drafting lost on average lately: plain steps, then one re-check
             self.skip_left = self.backoff
             self.backoff = min(2 * self.backoff, self.max_skip)
-            self.gain = None  # re-measure from scratch after the pause
         else:
             self.backoff = 1
 

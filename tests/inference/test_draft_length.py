@@ -51,6 +51,12 @@ def test_calibration_table_maps_confidence_bins(tmp_path):
     cal = Calibration.load(tmp_path)
     got = cal.acceptance(torch.tensor([0.2, 0.6, 0.95, 1.0]))
     assert got.tolist() == pytest.approx([0.1, 0.7, 0.95, 0.95])  # the empty bin reads as its midpoint
+    table["calibration_by_position"] = {"accept": [[0.2, 0.3, 0.99]], "count": [[30, 5, 25]]}
+    (tmp_path / "acceptance.json").write_text(json.dumps(table))
+    got = Calibration.load(tmp_path).acceptance(torch.tensor([0.2, 0.2]))  # position 1's own bin, then pooled
+    assert got.tolist() == pytest.approx([0.2, 0.1])
+    got = Calibration.load(tmp_path).acceptance(torch.tensor([0.6, 0.95]))  # too few samples: pooled
+    assert got.tolist() == pytest.approx([0.7, 0.95])
     assert Calibration.load(tmp_path / "none").identity
     (tmp_path / "acceptance.json").write_text(json.dumps({"calibration": {"edges": [0, 1], "accept": [0.1, 0.2]}}))
     with pytest.raises(D3DError, match="acceptance rates"):
@@ -140,7 +146,7 @@ def test_sampling_preserves_target_distribution_with_adaptive_length(tmp_path, s
     costs = PassCosts({1: 1.0, 2: 1.2, 3: 1.3, 4: 1.4})
     outputs, lengths = [], {}
     for seed in range(n_runs):
-        policy = DraftLengthPolicy(costs, draft_s=0.05, max_skip=2)
+        policy = DraftLengthPolicy(costs, draft_s=0.05, max_skip=2, min_rounds=0)
         cfg = GenerationConfig(max_new_tokens=depth, sampling=sampling, seed=seed)
         out, stats = run(speculative_decode, target, source, p, cfg=cfg, policy=policy)
         outputs.append(out)
