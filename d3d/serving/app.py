@@ -314,7 +314,7 @@ def create_app(served: ServedModel, engine: EngineLoop, metrics: ServingMetrics)
         check_model(served, body)
         prompt = await run_in_threadpool(completion_prompt, served, body)
         cfg = generation_config(served, body, len(prompt), body.max_tokens, COMPLETIONS_DEFAULT_MAX_TOKENS)
-        return await run_job(request, prompt, cfg, body, "text_completion", completion_chunk, completion_body)
+        return await run_job(request, served, engine, prompt, cfg, body, chat=False)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
@@ -322,33 +322,36 @@ def create_app(served: ServedModel, engine: EngineLoop, metrics: ServingMetrics)
         check_model(served, body)
         prompt = await run_in_threadpool(chat_prompt, served, body)
         cfg = generation_config(served, body, len(prompt), body.budget(), None)
-        return await run_job(request, prompt, cfg, body, "chat.completion", chat_chunk, chat_body)
-
-    async def run_job(request: Request, prompt: list[int], cfg: GenerationConfig, body: SamplingFields, kind: str,
-                      make_chunk, make_body) -> Response:
-        try:
-            job, events = submit(engine, served, prompt, cfg, body)
-        except QueueFull as err:
-            return error_response(str(err), 429, headers={"Retry-After": str(RETRY_AFTER_S)})
-        except ShuttingDown as err:
-            return error_response(str(err), 503)
-        text = TextStream(served.decode, cfg.stop_strings)
-        rid, created = new_id("chatcmpl" if kind.startswith("chat") else "cmpl"), now_s()
-        if body.stream:
-            chunk = lambda content, reason: make_chunk(rid, created, served.name, content, reason)  # noqa: E731
-            head = make_chunk(rid, created, served.name, "", None, role=True) if kind.startswith("chat") else None
-            return StreamingResponse(stream_events(engine, job, events, text, chunk, body, head),
-                                     media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-        outcome = await collect(request, engine, job, events, text)
-        if outcome is None:
-            return Response(status_code=499)  # nobody is listening any more
-        if isinstance(outcome, Failed):
-            return error_response(outcome.message, outcome.status)
-        done = outcome.done
-        return JSONResponse(make_body(rid, created, served.name, outcome.text, done)
-                            | {"usage": usage(done.prompt_tokens, done.completion_tokens), "d3d": d3d_stats(done)})
+        return await run_job(request, served, engine, prompt, cfg, body, chat=True)
 
     return app
+
+
+async def run_job(request: Request, served: ServedModel, engine: EngineLoop, prompt: list[int],
+                  cfg: GenerationConfig, body: SamplingFields, chat: bool) -> Response:
+    """Submit one request and answer it: a 429 / 503 at once, an SSE stream, or one JSON body."""
+    try:
+        job, events = submit(engine, served, prompt, cfg, body)
+    except QueueFull as err:
+        return error_response(str(err), 429, headers={"Retry-After": str(RETRY_AFTER_S)})
+    except ShuttingDown as err:
+        return error_response(str(err), 503)
+    text = TextStream(served.decode, cfg.stop_strings)
+    make_chunk, make_body = (chat_chunk, chat_body) if chat else (completion_chunk, completion_body)
+    rid, created = new_id("chatcmpl" if chat else "cmpl"), now_s()
+    if body.stream:
+        chunk = lambda content, reason: make_chunk(rid, created, served.name, content, reason)  # noqa: E731
+        head = make_chunk(rid, created, served.name, "", None, role=True) if chat else None
+        return StreamingResponse(stream_events(engine, job, events, text, chunk, body, head),
+                                 media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    outcome = await collect(request, engine, job, events, text)
+    if outcome is None:
+        return Response(status_code=499)  # nobody is listening any more
+    if isinstance(outcome, Failed):
+        return error_response(outcome.message, outcome.status)
+    done = outcome.done
+    return JSONResponse(make_body(rid, created, served.name, outcome.text, done)
+                        | {"usage": usage(done.prompt_tokens, done.completion_tokens), "d3d": d3d_stats(done)})
 
 
 def completion_chunk(rid: str, created: int, model: str, text: str | None, reason: str | None, role: bool = False) -> dict:
