@@ -10,6 +10,8 @@
     d3d prune --drafter runs/drafter/drafter --select-dev dev2.jsonl --min-layers 2
     d3d draft-vocab --drafter runs/prune/drafter --data data/train.jsonl --size 8192 --out runs/shipped
     d3d eval-drafter --drafter runs/drafter/drafter --data data/dev.jsonl --save
+    d3d serve --dtype bfloat16 --max-batch 8 --max-queue 64
+    d3d loadtest --dtype bfloat16 --concurrency 1,2,4,8
 
 Subcommands parse flags and call typed functions by keyword; nothing here decodes or measures.
 A `D3DError` (bad input) becomes one line on stderr and exit status 2; Ctrl-C exits with 130.
