@@ -252,6 +252,8 @@ class BenchConfig:
         key["modes"] = list(self.run_modes)
         if "sweep" in key:
             key["sweep"] = list(self.sweep)  # as JSON reads it back
+        if "prefill_keep" in key:
+            key["prefill_keep"] = list(self.prefill_keep)
         device = torch.device(self.device) if self.device else default_device()
         key["device"] = str(device)
         key["dtype"] = str(resolve_dtype(self.dtype, device)).removeprefix("torch.")

@@ -47,6 +47,8 @@ def test_keep_modes_report_scores_and_speedups(config, scored_suite):
         assert summary[mode]["ttft_speedup"] > 0 and summary[mode]["decode_speedup"] > 0
     assert summary["ar"]["ttft_speedup"] == 1.0
     assert any(line.split()[:3] == ["mode", "score", "kept"] for line in lines)
+    again = run_bench(config(prefill_keep=(0.9,)), io.StringIO())  # resumes: nothing left to run
+    assert again == summary
 
 
 def test_unscored_suites_without_keep_modes_keep_the_old_summary(config, tmp_path):
