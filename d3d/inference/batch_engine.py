@@ -129,15 +129,17 @@ class RoundStats:
     verify_s: float = 0.0  # wall time of the batched target pass and acceptance
 
 
-def pad_right(rows: list[list[int]], fill: int, device: torch.device) -> tuple[Tensor, Tensor]:
-    """ids [b, m] (m = longest row) padded with `fill`, and valid [b, m] (False on padding)."""
+def pad_right(rows: list[list[int]], fill: int, device: torch.device) -> tuple[Tensor, Tensor | None]:
+    """ids [b, m] (m = longest row) padded with `fill`, and valid [b, m] (False on padding; None
+    when no row is padded, so that the runtime may take its unmasked fast paths)."""
     width = max(len(r) for r in rows)
     ids = torch.full((len(rows), width), fill, dtype=torch.long)
     valid = torch.zeros(len(rows), width, dtype=torch.bool)
     for i, r in enumerate(rows):
         ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
         valid[i, : len(r)] = True
-    return ids.to(device), valid.to(device)
+    padded = any(len(r) < width for r in rows)
+    return ids.to(device), valid.to(device) if padded else None
 
 
 def batched_block_logits(drafter: Drafter, cache: RaggedKVCache, new_tokens: list[list[int]], anchor_pos: list[int]) -> Tensor:

@@ -37,8 +37,6 @@ from d3d.models.kv_cache import KVCache
 class RaggedKVCache:
     """Keys/values of up to `max_batch` sequences, each with its own length."""
 
-    has_padding = True  # every pass needs the explicit mask (lengths differ per slot)
-
     def __init__(
         self,
         num_layers: int,
@@ -56,6 +54,12 @@ class RaggedKVCache:
         self._valid = torch.zeros(max_batch, capacity, dtype=torch.bool, device=device)  # [max_b, cap]
         self.lengths: list[int] = []  # columns held by each active slot (host side, one per slot)
         self._offsets: Tensor | None = None  # [active, 1] lengths at the start of the current pass
+
+    @property
+    def has_padding(self) -> bool:
+        """Whether a pass needs the explicit mask. One slot is a plain contiguous cache (every
+        column before its length is valid), so it takes the same kernel paths as `KVCache`."""
+        return self.active != 1
 
     @property
     def active(self) -> int:
@@ -106,17 +110,32 @@ class RaggedKVCache:
             self._offsets = torch.tensor(self.lengths, device=self._keys.device).view(-1, 1)
         return self._offsets + torch.arange(n, device=self._keys.device)
 
+    def _uniform(self) -> int | None:
+        """The common length of all active slots, if they share one (then writes are slices)."""
+        first = self.lengths[0] if self.lengths else 0
+        return first if all(length == first for length in self.lengths) else None
+
     def write_meta(self, positions: Tensor, valid: Tensor | None) -> None:
         """Record positions [active, n] (and validity) of each slot's n new columns."""
         self._offsets = None
-        cols = self._columns(positions.shape[1])
+        start, n = self._uniform(), positions.shape[1]
+        if start is not None:
+            self._positions[: self.active, start : start + n] = positions
+            self._valid[: self.active, start : start + n] = True if valid is None else valid
+            return
+        cols = self._columns(n)
         rows = torch.arange(self.active, device=cols.device).view(-1, 1)
         self._positions[rows, cols] = positions
         self._valid[rows, cols] = True if valid is None else valid
 
     def write_layer(self, layer: int, k: Tensor, v: Tensor) -> None:
         """Write k, v [active, h_kv, n, d] of one layer at each slot's own length."""
-        cols = self._columns(k.shape[2])
+        start, n = self._uniform(), k.shape[2]
+        if start is not None:
+            self._keys[layer, : self.active, :, start : start + n] = k
+            self._values[layer, : self.active, :, start : start + n] = v
+            return
+        cols = self._columns(n)
         rows = torch.arange(self.active, device=cols.device).view(-1, 1)
         self._keys[layer][rows, :, cols] = k.transpose(1, 2)  # indexed view: [active, n, h_kv, d]
         self._values[layer][rows, :, cols] = v.transpose(1, 2)
