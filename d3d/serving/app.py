@@ -3,7 +3,7 @@
     GET  /v1/models            the one served model
     POST /v1/completions       raw prompt (text or token ids), no chat template
     POST /v1/chat/completions  messages through the target's chat template
-    GET  /health               200 while serving, 503 while shutting down
+    GET  /health               200 while serving, 503 while shutting down (or if the engine loop died)
     GET  /metrics              Prometheus text format (`metrics.py`)
 
 A handler parses and validates the request (every bad input is a 400 in OpenAI's error shape,
@@ -294,8 +294,8 @@ def create_app(served: ServedModel, engine: EngineLoop, metrics: ServingMetrics)
 
     @app.get("/health")
     async def health() -> Response:
-        if engine.draining:
-            return error_response("shutting down", 503)
+        if engine.draining or not engine.alive:
+            return error_response("shutting down" if engine.draining else "the engine loop is not running", 503)
         return JSONResponse({"status": "ok", "running": len(engine.decoder.running), "waiting": engine.queue_depth})
 
     @app.get("/metrics")

@@ -175,6 +175,11 @@ class EngineLoop:
         return self._draining
 
     @property
+    def alive(self) -> bool:
+        """Whether the loop thread is running (False before `start` and after it ended)."""
+        return self._thread.is_alive()
+
+    @property
     def device(self) -> torch.device:
         return self.decoder.target.device
 
@@ -182,16 +187,27 @@ class EngineLoop:
 
     def _run(self) -> None:
         while True:
-            admitted = self._next_jobs()
-            if admitted is None:
-                return
-            for job in admitted:
-                self._admit(job)
-            self._drop_cancelled()
-            if self._draining and time.perf_counter() > self._drain_deadline:
-                self._fail_running("the server shut down before this request finished", 503)
-            if self.decoder.running:
-                self._round()
+            try:
+                if not self._step_loop():
+                    return
+            except Exception as exc:  # noqa: BLE001 - the loop thread must outlive any bug
+                self._log_exception(exc)
+                self._fail_running(f"internal error in the engine loop: {exc}", 500, release=False)
+                self.decoder = self.make_decoder()
+
+    def _step_loop(self) -> bool:
+        """Admit, drop, run one round; False when the loop should end."""
+        admitted = self._next_jobs()
+        if admitted is None:
+            return False
+        for job in admitted:
+            self._admit(job)
+        self._drop_cancelled()
+        if self._draining and time.perf_counter() > self._drain_deadline:
+            self._fail_running("the server shut down before this request finished", 503)
+        if self.decoder.running:
+            self._round()
+        return True
 
     def _next_jobs(self) -> list[Job] | None:
         """Jobs to admit now (blocking while idle); None when the loop should end."""
@@ -221,9 +237,9 @@ class EngineLoop:
         self.metrics.prompt_tokens.inc(seq.prompt_len)
         job.first_token_s = time.perf_counter()
         self.metrics.ttft.observe(job.first_token_s - job.submitted_s)
-        self._emit(job, seq, seq.generated)
         if not seq.finished:
             self._jobs[seq.ident] = job
+        self._emit(job, seq, seq.generated)
         self.metrics.running.set(len(self.decoder.running))
 
     def _drop_cancelled(self) -> None:
@@ -261,11 +277,13 @@ class EngineLoop:
                              seq.speculate))
 
     def _fail_running(self, message: str, status: int, release: bool = True) -> None:
-        """Fail every running job; `release` False after a crashed round (the decoder is replaced)."""
-        for seq in self.decoder.running:
-            if release:
+        """Fail every running job; `release` False after a crash (the decoder is then replaced)."""
+        if release:
+            for seq in self.decoder.running:
                 self.decoder.remove(seq)
-            self._fail(self._jobs.pop(seq.ident), message, status)
+        jobs, self._jobs = list(self._jobs.values()), {}
+        for job in jobs:
+            self._fail(job, message, status)
         self.metrics.running.set(0)
 
     def _fail(self, job: Job, message: str, status: int) -> None:
