@@ -179,8 +179,12 @@ class JobEvents:
         self.loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue[Event] = asyncio.Queue()
 
-    def deliver(self, event: Event) -> None:  # called on the engine thread
-        self.loop.call_soon_threadsafe(self.queue.put_nowait, event)
+    def deliver(self, event: Event) -> None:
+        """Called on the engine thread; never raises (a closed event loop has nobody to tell)."""
+        try:
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, event)
+        except RuntimeError:
+            pass
 
     async def next(self, timeout: float | None = None) -> Event | None:
         try:
