@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -159,7 +160,7 @@ def generation_config(served: ServedModel, body: SamplingFields, prompt_len: int
     room = ctx - prompt_len
     max_new = budget if budget is not None else min(room, default_budget or room)
     sampling = SamplingConfig(temperature=body.temperature, top_k=max(body.top_k, 0), top_p=body.top_p)
-    seed = 0 if body.seed is None else body.seed % (1 << 63)
+    seed = secrets.randbits(63) if body.seed is None else body.seed % (1 << 63)  # unseeded: fresh randomness
     cfg = GenerationConfig(max_new_tokens=max_new, sampling=sampling, stop_strings=body.stop_strings(), seed=seed)
     try:
         cfg.validate()

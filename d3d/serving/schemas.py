@@ -44,7 +44,7 @@ class SamplingFields(D3DExtensions):
     temperature: float = Field(default=1.0, ge=0, allow_inf_nan=False)  # 0 = greedy
     top_p: float = Field(default=1.0, gt=0, le=1, allow_inf_nan=False)  # nucleus threshold
     top_k: int = Field(default=0, ge=-1)  # keep the k most likely tokens; 0 or -1 = off
-    seed: int | None = None  # sampling seed (default 0, so unseeded requests are reproducible too)
+    seed: int | None = None  # sampling seed; None: a fresh random seed per request
     stop: str | list[str] | None = None  # stop strings; the output ends before the first one
     n: int = Field(default=1, ge=1, le=1)  # choices per request: only 1
     stream: bool = False  # server-sent events ending with `data: [DONE]`

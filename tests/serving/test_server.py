@@ -171,7 +171,9 @@ def test_seeded_sampling_is_reproducible(server):
     a = client.chat.completions.create(seed=7, **kw).choices[0].message.content
     b = client.chat.completions.create(seed=7, **kw).choices[0].message.content
     c = client.chat.completions.create(seed=8, **kw).choices[0].message.content
+    unseeded = {client.chat.completions.create(**kw).choices[0].message.content for _ in range(3)}
     assert a == b and a != c
+    assert len(unseeded) > 1  # no seed: fresh randomness per request
 
 
 GOOD = {"model": "tiny", "messages": [{"role": "user", "content": "w9"}], "max_tokens": 4}
