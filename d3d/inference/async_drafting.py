@@ -65,6 +65,7 @@ class DraftReply:
     probs: Tensor | None = None  # [n, V] q each candidate was sampled from; None when greedy
     hit: bool | None = None  # True: a successor branch; False: drafted after a miss; None: no lookup
     events: list[dict] = field(default_factory=list)  # drafter passes finished since the last reply
+    confidence: list[float] | None = None  # [n] each position's largest q (a function of the prefix only)
 
 
 @dataclass
@@ -167,14 +168,15 @@ class SuccessorDrafter:
         """Candidates from logits [n, V]: argmax, or sampled from q with q reported."""
         with self._on_stream():
             if self.sampling.greedy:
-                tokens, probs = logits.argmax(-1), None
+                top = torch.softmax(logits.float(), -1).max(-1)
+                tokens, probs, confidence = top.indices, None, top.values
             else:
                 probs = probs_from_logits(logits, self.sampling)
-                tokens = sample(probs, self.generator)
+                tokens, confidence = sample(probs, self.generator), probs.max(-1).values
             token_list = tokens.tolist()  # deliberate host sync: candidates travel as ids
         self.block = self.committed[-1:] + token_list
         self.block_logits = logits
-        return DraftReply(token_list, probs, hit, self.take_events())
+        return DraftReply(token_list, probs, hit, self.take_events(), confidence.tolist())
 
     def _on_stream(self):
         return torch.cuda.stream(self.stream) if self.stream is not None else nullcontext()

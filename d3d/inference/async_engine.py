@@ -34,7 +34,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor
@@ -54,6 +54,7 @@ from d3d.inference.async_drafting import (
     WorkerDied,
 )
 from d3d.inference.budget import TRAINED_PRIOR, UNTRAINED_PRIOR, AcceptancePrior, BudgetChoice, calibrate_budget
+from d3d.inference.draft_length import DraftLengthPolicy
 from d3d.inference.engine import DecodeStats, GenerationConfig, now, pick_token, start_decode
 from d3d.inference.stopping import StopChecker
 from d3d.inference.successors import Budget
@@ -250,10 +251,13 @@ def async_speculative_decode(
     stats: AsyncDecodeStats,
     budget: Budget | None,
     fallback: Callable[[str], DraftingBackend] | None = None,
+    policy: DraftLengthPolicy | None = None,
 ) -> Iterator[list[int]]:
     """Asynchronous speculative decoding; lossless for any drafting side. prompt: [1, n].
 
-    budget None drafts every block synchronously (no successor passes)."""
+    budget None drafts every block synchronously (no successor passes). `policy` chooses how many
+    of each block's candidates the target verifies (`draft_length.py`; async always drafts, so it
+    never takes plain steps); None verifies them all."""
     dev = target.device
     stats.budget, stats.backend = str(budget) if budget else "none", backend.name
     stats.n_async = budget.tokens(backend.block_size) if budget else 0
@@ -270,7 +274,7 @@ def async_speculative_decode(
             if num_tokens > 0:
                 drafts.begin(committed, num_tokens)
             yield committed[-1:]
-            yield from _rounds(target, cache, drafts, committed, num_tokens, cfg, stop, stats, gen)
+            yield from _rounds(target, cache, drafts, committed, num_tokens, cfg, stop, stats, gen, policy)
         else:
             yield committed[-1:]
         stats.stop_reason = stop.reason
@@ -282,7 +286,7 @@ def async_speculative_decode(
 
 def _rounds(
     target: DecoderModel, cache, drafts: _Drafts, committed: list[int], num_tokens: int, cfg: GenerationConfig,
-    stop: StopChecker, stats: AsyncDecodeStats, gen: torch.Generator | None,
+    stop: StopChecker, stats: AsyncDecodeStats, gen: torch.Generator | None, policy: DraftLengthPolicy | None = None,
 ) -> Iterator[list[int]]:
     """Verification rounds until the stop checker ends generation."""
     dev, bs = target.device, drafts.backend.block_size
@@ -291,6 +295,8 @@ def _rounds(
         draft = drafts.result() if num_tokens > 0 else None
         if draft is not None and rnd > 0:
             source = {True: "hit", False: "miss", None: "sync"}[draft.hit]
+        if draft is not None and policy is not None:
+            draft = _verified_part(draft, policy)
         anchor_pos = len(committed) - 1
         t1 = now(dev)
         block = torch.tensor([committed[-1:] + (draft.tokens if draft else [])], device=dev)
@@ -315,7 +321,19 @@ def _rounds(
                 drafts.commit(accepted, tokens[-1], num_tokens)
         yield kept
         if stop.reason is not None:
+            if policy is not None:
+                stats.draft_lengths = policy.summary()
             return
+
+
+def _verified_part(draft: DraftReply, policy: DraftLengthPolicy) -> DraftReply | None:
+    """The candidates the policy verifies this round (None: none, a plain step)."""
+    confidence = None if draft.confidence is None else torch.tensor(draft.confidence)
+    m = policy.choose(confidence, len(draft.tokens))
+    if m == 0:
+        return None
+    probs = None if draft.probs is None else draft.probs[:m]
+    return replace(draft, tokens=draft.tokens[:m], probs=probs, confidence=None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,8 +393,10 @@ class AsyncRunner:
         tau = self.config.prior_tau if self.config.prior_tau is not None else backend.recorded_tau
         return base if tau is None else AcceptancePrior(tau, base.alt_hit, base.alt_decay)
 
-    def stream(self, prompt_ids: Tensor, cfg: GenerationConfig, stop: StopChecker, stats: DecodeStats) -> Iterator[list[int]]:
-        """Token chunks for prompt_ids [1, n]; `stats` must be an `AsyncDecodeStats`."""
+    def stream(self, prompt_ids: Tensor, cfg: GenerationConfig, stop: StopChecker, stats: DecodeStats,
+               policy: DraftLengthPolicy | None = None) -> Iterator[list[int]]:
+        """Token chunks for prompt_ids [1, n]; `stats` must be an `AsyncDecodeStats`. `policy`:
+        the verification length per round (None: every candidate)."""
         if not isinstance(stats, AsyncDecodeStats):
             raise TypeError("asynchronous decoding fills AsyncDecodeStats (see new_stats)")
         self.last_stats = stats
@@ -392,7 +412,8 @@ class AsyncRunner:
             stats.fallback = self.unavailable
             budget, backend = None, self._fallback(self.unavailable)
         with self._target_threads(budget is not None):
-            yield from async_speculative_decode(self.target, backend, prompt_ids, cfg, stop, stats, budget, self._fallback)
+            yield from async_speculative_decode(self.target, backend, prompt_ids, cfg, stop, stats, budget, self._fallback,
+                                                policy)
 
     def _fallback(self, reason: str) -> DraftingBackend:
         """After a worker death: synchronous drafting in this process; a fresh worker next time."""

@@ -49,6 +49,7 @@ from d3d.models.drafter import Drafter, read_drafter_config
 
 SHIPPED_DRAFTERS_DIR = Path(__file__).resolve().parent.parent / "drafters"  # d3d/drafters/<target>/
 UNTRAINED_LAYERS = 6  # layers of the fallback (untrained) drafter, taken from the target's first
+UNTRAINED_SPEC = "untrained"  # --drafter untrained: the fallback even where a trained drafter ships
 DEFAULT_BLOCK_SIZE = 16
 NATIVE_MODES = ("ar", "sync", "async", "ar-drafter")
 
@@ -193,12 +194,13 @@ def shipped_drafter_dir(target: Target) -> Path | None:
 
 
 def load_drafter(target: Target, spec: str | None = None, block_size: int | None = None) -> DrafterChoice:
-    """The drafter asked for, else the shipped one, else an untrained one (said plainly)."""
+    """The drafter asked for, else the shipped one, else an untrained one (said plainly; also when
+    `spec` is "untrained")."""
     if block_size is not None and block_size < 2:
         raise D3DError(f"block size must be at least 2, got {block_size}")
     model = target.native("speculative decoding")
     fingerprint = hub.tokenizer_fingerprint(target.tokenizer)
-    path = Path(spec) if spec else shipped_drafter_dir(target)
+    path = None if spec == UNTRAINED_SPEC else Path(spec) if spec else shipped_drafter_dir(target)
     if path is not None:
         if not path.exists():
             raise D3DError(f"drafter not found: {path}")
@@ -322,7 +324,9 @@ class Pipeline:
             return speculative_decode(self.target.native("speculative decoding"), source, prompt_ids, cfg, stop, stats,
                                       self.draft_length_policy())
         if mode == "async":
-            return self.async_runner.stream(prompt_ids, cfg, stop, stats)
+            policy = self.draft_length_policy()
+            policy.max_skip, policy.draft_s = 0, 0.0  # async drafts every round, hidden under verification
+            return self.async_runner.stream(prompt_ids, cfg, stop, stats, policy)
         if mode == "ar-drafter":
             gen = sampling_generator(cfg, self.target.device, offset=1)
             source = ArDrafterSource(self.ar_drafter.drafter.model, self.ar_draft_tokens, cfg.sampling, gen)
