@@ -39,14 +39,23 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import torch
 from torch import Tensor
 
 from d3d.inference.drafting import Draft
-from d3d.inference.engine import DecodeStats, GenerationConfig, now, pick_token, sampling_generator, start_decode
+from d3d.inference.engine import (
+    DecodeStats,
+    GenerationConfig,
+    context_budget,
+    context_length,
+    now,
+    pick_token,
+    sampling_generator,
+    start_decode,
+)
 from d3d.inference.sampling import probs_from_logits, sample
 from d3d.inference.stopping import StopChecker
 from d3d.inference.verify import verify
@@ -214,7 +223,10 @@ class BatchDecoder:
             raise RuntimeError("the batch is full")
         speculate = speculate and self.drafter is not None
         stats = DecodeStats("sync" if speculate else "ar")
-        start = start_decode(self.target, prompt, cfg, stop, stats)
+        ctx = context_length(self.target.config)
+        stop.max_new_tokens = min(stop.max_new_tokens, context_budget(ctx, prompt.shape[1], cfg.max_new_tokens))
+        # the single-request prefill, with a cache sized for the prompt only (it is copied into a slot)
+        start = start_decode(self.target, prompt, replace(cfg, max_new_tokens=1), StopChecker(1), stats)
         draft_gen = sampling_generator(cfg, self.target.device, DRAFT_SEED_OFFSET) if speculate else None
         seq = Sequence(next(self._ids), prompt[0].tolist() + [start.first_token], prompt.shape[1], cfg, stop,
                        speculate, stats, start.generator, draft_gen)
