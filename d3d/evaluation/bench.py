@@ -63,10 +63,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TextIO
@@ -80,6 +78,7 @@ from d3d.evaluation.prefill_metrics import (
     wants_prefill_summary,
 )
 from d3d.evaluation.agreement import agreement_summary, classify
+from d3d.evaluation.bench_results import ResultsFile, d3d_version, directory_digest, results_path_for
 from d3d.evaluation.suites import BUILTIN_SUITES, Prompt, load_suite
 from d3d.evaluation.timeline import plot_timeline, save_timeline
 from d3d.inference.async_engine import AsyncConfig
@@ -94,7 +93,6 @@ from d3d.models.decoder import Precision
 
 PLD_TOKENS = 10  # candidate tokens per round of prompt-lookup decoding
 WARMUP_TOKENS = 8  # length of the untimed warm-up generation per mode
-RESULTS_FORMAT = 1  # bump when the results file layout changes
 DEFAULT_RESULTS_DIR = Path("runs") / "bench"  # relative to the current directory
 
 ModeRunner = Callable[[Pipeline, Tensor, GenerationConfig], tuple[list[int], DecodeStats]]
@@ -241,8 +239,9 @@ class BenchConfig:
         return AsyncConfig(budget=self.budget, backend=self.async_backend, draft_threads=self.draft_threads,
                            target_threads=self.target_threads)
 
-    def results_key(self) -> dict:
-        """What a results file must match to be resumed (everything but limit, out and fresh)."""
+    def results_key(self, content: dict | None = None) -> dict:
+        """What a results file must match to be resumed: every setting but limit, out and fresh,
+        plus `content` (digests of the models' files and the d3d version, `content_key`)."""
         key = asdict(self)
         unused = (() if "async" in self.modes else ASYNC_KEYS + ("sweep",)) + (
             () if set(AR_DRAFTER_MODES) & set(self.modes) else AR_DRAFTER_KEYS)
@@ -259,13 +258,21 @@ class BenchConfig:
         key["dtype"] = str(resolve_dtype(self.dtype, device)).removeprefix("torch.")
         if self.suite.strip().lower() not in BUILTIN_SUITES:
             key["suite"] = str(Path(self.suite).resolve())
+        if content is not None:
+            key["content"] = content
         return key
 
-    def results_path(self) -> Path:
-        if self.out:
-            return Path(self.out)
-        blob = json.dumps(self.results_key(), sort_keys=True).encode()
-        return DEFAULT_RESULTS_DIR / f"{hashlib.sha256(blob).hexdigest()[:12]}.jsonl"
+    def results_path(self, content: dict | None = None) -> Path:
+        return Path(self.out) if self.out else results_path_for(self.results_key(content), DEFAULT_RESULTS_DIR)
+
+
+def content_key(pipe: Pipeline, cfg: BenchConfig) -> dict:
+    """Digests of the files of the target and of the drafters this run uses, and the d3d version."""
+    modes = cfg.run_modes
+    drafter = pipe.drafter.path if any(base_mode(m) in DRAFTER_MODES for m in modes) else None
+    ar_drafter = pipe.ar_drafter.path if any(m in AR_DRAFTER_MODES for m in modes) else None
+    return {"target": directory_digest(pipe.target.model_dir), "drafter": directory_digest(drafter),
+            "ar_drafter": directory_digest(ar_drafter), "d3d": d3d_version()}
 
 
 def _check_device(device: str | None) -> None:
@@ -277,95 +284,6 @@ def _check_device(device: str | None) -> None:
         raise D3DError(f"unknown device '{device}'") from error
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise D3DError(f"device '{device}' asked for, but CUDA is not available")
-
-
-# ---------------------------------------------------------------------------------------------
-# The results file: a header line, then one line per finished prompt
-
-
-class ResultsFile:
-    """Append-only JSONL of finished prompts, resumable when its header matches the config."""
-
-    def __init__(self, path: Path, header: dict) -> None:
-        self.path = path
-        self.header = {"format": RESULTS_FORMAT, **header}
-
-    @contextmanager
-    def lock(self) -> Iterator[None]:
-        """Hold an exclusive lock for the run: two runs appending to one file would mix timings."""
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            handle = open(self.path.with_name(self.path.name + ".lock"), "w")
-        except OSError as error:
-            raise D3DError(f"cannot use results file {self.path}: {error}") from error
-        with handle:
-            try:
-                import fcntl
-
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except ImportError:  # not POSIX: run unlocked
-                pass
-            except BlockingIOError:
-                raise D3DError(f"results file {self.path} is in use by another bench run") from None
-            yield
-
-    def open(self, fresh: bool) -> dict[str, dict]:
-        """Finished rows by prompt id (none when fresh or new); the file is ready to append to."""
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            if fresh or not self.path.exists():
-                self._rewrite([])
-                return {}
-            rows = self._read()
-        except OSError as error:
-            raise D3DError(f"cannot use results file {self.path}: {error}") from error
-        return {row["id"]: row for row in rows}
-
-    def append(self, row: dict) -> None:
-        try:
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(row) + "\n")
-        except OSError as error:
-            raise D3DError(f"cannot write results file {self.path}: {error}") from error
-
-    def _read(self) -> list[dict]:
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        header = _json_or_none(lines[0]) if lines else None
-        if header != self.header:
-            raise D3DError(
-                f"results file {self.path} was written for a different configuration "
-                f"({_header_difference(header, self.header)}); pass --fresh to overwrite it, or choose another --out"
-            )
-        rows = [_json_or_none(line) for line in lines[1:]]
-        if rows and rows[-1] is None:  # a line torn by an interrupted write: drop it
-            rows.pop()
-            self._rewrite(rows)
-        if any(not isinstance(row, dict) or "id" not in row for row in rows):
-            raise D3DError(f"results file {self.path} is corrupted; pass --fresh to start over")
-        return rows
-
-    def _rewrite(self, rows: list[dict]) -> None:
-        """Replace the file with the header and `rows`, atomically."""
-        staging = self.path.with_name(self.path.name + ".tmp")
-        staging.write_text("".join(json.dumps(r) + "\n" for r in [self.header, *rows]), encoding="utf-8")
-        os.replace(staging, self.path)
-
-
-def _header_difference(found, wanted: dict) -> str:
-    """Which settings differ, in a few words."""
-    if not isinstance(found, dict) or "config" not in found:
-        return "not a d3d bench results file"
-    old_config = found.get("config") if isinstance(found.get("config"), dict) else {}
-    names = [k for k in wanted["config"] if old_config.get(k) != wanted["config"][k]]
-    names += [k for k in ("format", "drafter") if found.get(k) != wanted[k]]
-    return "differs in " + ", ".join(names) if names else "unreadable header"
-
-
-def _json_or_none(line: str):
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError:
-        return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -577,7 +495,8 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
     drafter = pipe.drafter.description if any(base_mode(m) in DRAFTER_MODES for m in cfg.run_modes) else None
     if any(m in AR_DRAFTER_MODES for m in cfg.run_modes):
         drafter = "; ".join(filter(None, [drafter, f"AR draft model: {pipe.ar_drafter.description}, k={cfg.ar_draft_tokens}"]))
-    results = ResultsFile(cfg.results_path(), {"config": cfg.results_key(), "drafter": drafter})
+    content = content_key(pipe, cfg)
+    results = ResultsFile(cfg.results_path(content), {"config": cfg.results_key(content), "drafter": drafter})
     with results.lock():
         try:
             rows = _run_pending(pipe, prompts, cfg, results, drafter)
@@ -634,4 +553,5 @@ def _log_header(cfg: BenchConfig, pipe: Pipeline, drafter: str | None, total: in
     sampling = "greedy" if cfg.temperature == 0 else f"T={cfg.temperature} top_k={cfg.top_k} top_p={cfg.top_p}"
     _log(f"suite {cfg.suite}: {total} prompts, modes {', '.join(cfg.run_modes)}, "
          f"max_new_tokens {cfg.max_new_tokens}, {sampling}")
-    _log(f"results {path} ({done} prompts already done)" if done else f"results {path}")
+    _log(f"results {path}: RESUMING, {done} of {total} prompts already done with the same settings, models and "
+         f"d3d version (--fresh to rerun them)" if done else f"results {path}")

@@ -210,3 +210,30 @@ def test_low_precision_runs_classify_every_difference(config):
         assert s["identical_prompts"] + s["near_ties"] + s["divergences"] == len(PROMPTS)
         assert s["identical"] == (s["identical_prompts"] == len(PROMPTS))
         assert s["divergences"] == 0, (mode, s)
+
+
+def test_a_changed_drafter_never_resumes_stale_rows(config, tiny_chat_model_dir, tmp_path, monkeypatch):
+    """The default results file is keyed by the content of the models, not their paths: retraining
+    the drafter in place gives a new file (rows of the old drafter are never reported)."""
+    import torch
+
+    from d3d.inference.pipeline import load_target
+    from d3d.models import hub
+    from d3d.models.drafter import Drafter
+
+    monkeypatch.chdir(tmp_path)
+    target = load_target(str(tiny_chat_model_dir), "cpu", torch.float32)
+    fingerprint = hub.tokenizer_fingerprint(target.tokenizer)
+    mask = hub.choose_mask_token_id(target.tokenizer)
+    drafter = Drafter.from_base(tiny_chat_model_dir, [0], 4, mask, fingerprint, target=target.model)
+    drafter.save_pretrained(tmp_path / "d")
+    cfg = config(out=None, limit=1, modes=("ar", "sync"), drafter=str(tmp_path / "d"))
+    run_bench(cfg, io.StringIO())
+    with torch.no_grad():
+        drafter.model.model.layers[0].mlp.down_proj.weight.mul_(0.5)
+    drafter.save_pretrained(tmp_path / "d")  # same path, same flags, new weights
+    run_bench(cfg, io.StringIO())
+    files = sorted((tmp_path / "runs" / "bench").glob("*.jsonl"))
+    assert len(files) == 2
+    headers = [json.loads(f.read_text().splitlines()[0])["config"]["content"] for f in files]
+    assert headers[0]["drafter"] != headers[1]["drafter"] and headers[0]["target"] == headers[1]["target"]
