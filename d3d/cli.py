@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import fields
 from collections.abc import Callable, Iterable
 
 from d3d.errors import D3DError
@@ -277,16 +278,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
     if args.limit is not None and args.limit < 1:
         raise D3DError(f"--limit must be at least 1, got {args.limit}")
-    cfg = BenchConfig(
-        suite=args.suite, limit=args.limit, modes=modes, max_new_tokens=args.max_new_tokens,
-        block_size=args.block_size, target=args.target, drafter=args.drafter, temperature=args.temperature,
-        top_p=args.top_p, top_k=args.top_k, seed=args.seed, out=args.out, fresh=args.fresh, device=args.device,
-        budget=args.budget, draft_threads=args.draft_threads, target_threads=args.target_threads,
-        async_backend=args.async_backend, timeline=args.timeline, ar_drafter=args.ar_drafter,
-        ar_draft_tokens=args.ar_draft_tokens, sweep=tuple(args.sweep),
-        prefill_keep=_prefill_keeps(args.prefill_keep), prefill_chunk=args.prefill_chunk, dtype=args.dtype,
-        draft_length=args.draft_length,
-    )
+    # every BenchConfig field is the parsed flag of the same name (the flags are kebab-case spellings
+    # of the fields), converted where the command line spells it differently
+    given = {f.name: getattr(args, f.name) for f in fields(BenchConfig) if hasattr(args, f.name)}
+    cfg = BenchConfig(**given | {"modes": modes, "sweep": tuple(args.sweep), "prefill_keep": _prefill_keeps(args.prefill_keep)})
     run_bench(cfg)
     return 0
 

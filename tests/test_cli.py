@@ -32,3 +32,20 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv, message):
     assert code == EXIT_BAD_INPUT
     assert err.startswith("d3d: error:") and message in err
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_bench_flags_and_config_share_one_definition():
+    """Every BenchConfig field is a bench flag of the same name with the same default (dtype aside:
+    the command line defaults to auto, the library to exact float32 on a CPU)."""
+    from dataclasses import fields
+
+    from d3d.cli import build_parser
+    from d3d.evaluation.bench import BenchConfig
+
+    args = build_parser().parse_args(["bench"])
+    defaults = BenchConfig()
+    for f in fields(BenchConfig):
+        assert hasattr(args, f.name), f"no bench flag for BenchConfig.{f.name}"
+        if f.name not in ("dtype", "modes", "sweep", "prefill_keep"):
+            assert getattr(args, f.name) == getattr(defaults, f.name), f.name
+    assert args.dtype == "auto" and defaults.dtype is None
