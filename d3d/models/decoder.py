@@ -18,6 +18,7 @@ What it does not know: tokenizers, drafting policy, verification. Loading from G
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -204,13 +205,18 @@ class Precision:
 
     residual_fp32: bool = False  # keep the residual stream in float32 (projections stay in the model dtype)
     attention_fp32: bool = False  # attention scores, softmax and weighted sum in float32
+    fixed_key_span: bool = False  # cached passes attend over the cache's whole capacity (masked), so a
+    # row's attention does not depend on how many rows its pass has: a 1-row step and a k-row
+    # verification then compute each row bit for bit alike
     refine_top: int = 0  # recompute each row's top-m logits exactly in float32 from a float32 final norm (0 = off)
 
     @staticmethod
     def for_dtype(dtype: torch.dtype) -> Precision:
         """The default for a model dtype: both switches on below float32."""
         low = dtype in (torch.bfloat16, torch.float16)
-        return Precision(residual_fp32=low, attention_fp32=low, refine_top=REFINE_TOP if low else 0)
+        span = os.environ.get("D3D_FIXED_KEY_SPAN", "1") != "0"  # 0: off (to measure what it buys)
+        return Precision(residual_fp32=low, attention_fp32=low, refine_top=REFINE_TOP if low else 0,
+                         fixed_key_span=low and span)
 
 
 REFINE_TOP = 8  # logits recomputed in float32 per row; far more than a low-precision rounding can reorder
@@ -239,7 +245,21 @@ class PassContext:
         self.num_clean = rows.num_clean
         self.has_blocks = rows.has_blocks
         self.windows = windows  # per layer of this model: its attention window (empty: every layer full)
+        self.key_span = None  # set by `fix_key_span`: every key column of the cache's capacity
         self.masks = {w: self._mask(rows, cache, w) for w in set(windows) or {None}}
+
+    def fix_key_span(self, rows: Rows) -> None:
+        """Attend over the cache's whole capacity, columns past the pass's end masked (`Precision`)."""
+        cache = self.cache
+        if cache is None or rows.has_blocks:
+            return
+        self.key_span = cache.capacity
+        end = cache.length + rows.num_clean
+        live = torch.arange(cache.capacity, device=cache.valid.device) < end
+        key_val = cache.valid & live
+        key_pos = torch.where(live, cache.positions, torch.zeros_like(cache.positions))
+        key_grp = torch.full_like(cache.positions, -1)
+        self.masks = {w: (build_mask(rows, key_pos, key_grp, key_val, w), False) for w in self.masks}
 
     def attention_mask(self, layer: int) -> tuple[Tensor | None, bool]:
         """(boolean mask [b, 1, n, K] or None, is_causal) for one layer."""
@@ -272,7 +292,7 @@ class PassContext:
             return k, v
         nc = self.num_clean
         self.cache.write_layer(layer, k[:, :, :nc], v[:, :, :nc])
-        ck, cv = self.cache.layer_view(layer, self.cache.length + nc)
+        ck, cv = self.cache.layer_view(layer, self.key_span or self.cache.length + nc)
         if not self.has_blocks:
             return ck, cv
         return torch.cat([ck, k[:, :, nc:]], 2), torch.cat([cv, v[:, :, nc:]], 2)
@@ -341,6 +361,8 @@ class DecoderModel(nn.Module):
             cache.write_meta(rows.positions[:, : rows.num_clean], None if rows.valid is None else rows.valid[:, : rows.num_clean])
         ctx = PassContext(rows, cache, probe, self.windows)
         ctx.attention_fp32 = self.precision.attention_fp32
+        if self.precision.fixed_key_span:
+            ctx.fix_key_span(rows)
         for i, layer in enumerate(self.model.layers):
             x = layer(x, cos, sin, ctx, i)
         if cache is not None:

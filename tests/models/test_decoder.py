@@ -137,3 +137,41 @@ def test_sliding_window_matches_transformers(tmp_path, kind):
     nowindow.windows = (None,) * len(nowindow.windows)
     with torch.no_grad():
         assert not torch.allclose(nowindow(Rows.clean(ids, 0))[:, 8:], want[:, 8:], atol=1e-3)  # the window matters
+
+
+def test_precision_switches_keep_the_model_the_same(tiny_llama_dir):
+    """Each Precision switch changes rounding only: in float64 every pass (prefill, steps, a k-row
+    pass after a crop that leaves stale columns behind) gives the same logits with and without it."""
+    from d3d.models.attention import Rows
+    from d3d.models.decoder import Precision
+
+    plain = load_decoder(tiny_llama_dir, dtype=torch.float64)
+    fixed = load_decoder(tiny_llama_dir, dtype=torch.float64)
+    fixed.precision = Precision(residual_fp32=True, attention_fp32=True, fixed_key_span=True)
+    ids = torch.randint(0, 90, (1, 12), generator=torch.Generator().manual_seed(0))
+
+    def passes(model):
+        cache = model.new_cache(1, 40)
+        out = [model(Rows.clean(ids[:, :6], 0), cache)]
+        out += [model(Rows.clean(ids[:, i:i + 1], i), cache) for i in range(6, 9)]
+        cache.crop(7)  # columns 7, 8 stay in the buffer, stale
+        out.append(model(Rows.clean(ids[:, 7:12], 7), cache))
+        return out
+
+    for a, b in zip(passes(plain), passes(fixed)):
+        assert torch.allclose(a.double(), b.double(), atol=1e-5), (a - b).abs().max()
+
+
+def test_low_precision_top_logits_are_recomputed_in_float32(tiny_llama_dir):
+    from d3d.models.attention import Rows
+    from d3d.models.decoder import Precision
+
+    model = load_decoder(tiny_llama_dir, dtype=torch.bfloat16)
+    model.precision = Precision(refine_top=4)
+    ids = torch.randint(0, 90, (1, 9), generator=torch.Generator().manual_seed(1))
+    logits = model(Rows.clean(ids, 0))
+    hidden = model.hidden_states(Rows.clean(ids, 0), out_dtype=torch.float32)
+    exact = hidden @ model.lm_head.weight.float().T
+    top = logits.topk(4, -1).indices
+    assert logits.dtype == torch.float32
+    assert torch.allclose(logits.gather(-1, top), exact.gather(-1, top), atol=1e-4)
