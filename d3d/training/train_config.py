@@ -36,7 +36,7 @@ class TrainConfig:
     layers: list[int] | None = None  # layers of `init` kept, e.g. 0,1,2,3 (None = first num_layers; a drafter's all)
     num_layers: int = 0  # with layers unset: keep the first N layers of `init` (0 = all, the paper's full depth)
     block_size: int = 16  # B: one anchor + B-1 mask tokens
-    labels: str | None = None  # block-row labels: same-position (the paper's) or next-token (None = init drafter's, else DEFAULT_LABELS)
+    labels: str | None = None  # block-row labels: next-token or same-position (the paper's); none = the init drafter's, else next-token
     draft_vocab_size: int = 0  # project the loss onto the N tokens the target writes most in the data (0 = whole vocabulary)
     num_anchors: int = 128  # K: anchors sampled per response (clamped to T-1)
     lambda_ar: float = 1.0  # weight of the auxiliary AR loss (0 = diffusion only)
