@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -22,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 
 from d3d.errors import D3DError
+from d3d.jsonl import JsonlFile
 
 RESULTS_FORMAT = 2  # bump when the meaning of recorded fields changes (2: content key in the header)
 DIGEST_SUFFIXES = (".json", ".safetensors", ".txt", ".model")  # the files of a model directory that define it
@@ -64,6 +64,7 @@ class ResultsFile:
     def __init__(self, path: Path, header: dict) -> None:
         self.path = path
         self.header = {"format": RESULTS_FORMAT, **header}
+        self.file = JsonlFile(path, what="results file")
 
     @contextmanager
     def lock(self) -> Iterator[None]:
@@ -97,33 +98,24 @@ class ResultsFile:
         return {row["id"]: row for row in rows}
 
     def append(self, row: dict) -> None:
-        try:
-            with self.path.open("a", encoding="utf-8") as handle:
-                handle.write(json.dumps(row) + "\n")
-        except OSError as error:
-            raise D3DError(f"cannot write results file {self.path}: {error}") from error
+        self.file.append(row)
 
     def _read(self) -> list[dict]:
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        header = _json_or_none(lines[0]) if lines else None
+        records = self.file.read()  # a line torn by an interrupted write is cut off (d3d.jsonl)
+        header = records[0] if records else None
         if header != self.header:
             raise D3DError(
                 f"results file {self.path} was written for a different configuration "
                 f"({_header_difference(header, self.header)}); pass --fresh to overwrite it, or choose another --out"
             )
-        rows = [_json_or_none(line) for line in lines[1:]]
-        if rows and rows[-1] is None:  # a line torn by an interrupted write: drop it
-            rows.pop()
-            self._rewrite(rows)
-        if any(not isinstance(row, dict) or "id" not in row for row in rows):
+        rows = records[1:]
+        if any("id" not in row for row in rows):
             raise D3DError(f"results file {self.path} is corrupted; pass --fresh to start over")
         return rows
 
     def _rewrite(self, rows: list[dict]) -> None:
         """Replace the file with the header and `rows`, atomically."""
-        staging = self.path.with_name(self.path.name + ".tmp")
-        staging.write_text("".join(json.dumps(r) + "\n" for r in [self.header, *rows]), encoding="utf-8")
-        os.replace(staging, self.path)
+        self.file.rewrite([self.header, *rows])
 
 
 def _header_difference(found, wanted: dict) -> str:
@@ -134,13 +126,6 @@ def _header_difference(found, wanted: dict) -> str:
     names = [k for k in wanted["config"] if old_config.get(k) != wanted["config"][k]]
     names += [k for k in ("format", "drafter") if found.get(k) != wanted[k]]
     return "differs in " + ", ".join(names) if names else "unreadable header"
-
-
-def _json_or_none(line: str):
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError:
-        return None
 
 
 def results_path_for(key: dict, results_dir: Path) -> Path:
