@@ -60,6 +60,8 @@ class ResultsConfig:
     sweep_limit: int = 5  # HumanEval prompts for the budget sweep
     coverages: tuple[int, ...] = (2, 4, 8, 12)
     fanouts: tuple[int, ...] = (1, 2, 3)
+    dtype: str = "auto"  # every benchmark's dtype (auto: bfloat16 where the hardware has it)
+    extra_limit: int = 20  # HumanEval prompts of the precision and verification-length sections (0 = skip)
     max_new_tokens: int = 128
     suites: tuple[str, ...] = ("humaneval", "mixed")
     sweep_suite: str = "humaneval"
@@ -80,11 +82,17 @@ def suite_name(suite: str) -> str:
     return suite if suite.strip().lower() in BUILTIN_SUITES else Path(suite).stem
 
 
+def table_modes(cfg: ResultsConfig) -> tuple[str, ...]:
+    """Table 1's modes: the AR-drafter baselines only when their draft model exists."""
+    have_ar = bool(cfg.ar_drafter) and Path(cfg.ar_drafter).exists()
+    return tuple(m for m in TABLE_MODES if have_ar or m not in ("ar-drafter", "hf-assisted"))
+
+
 def table_bench(cfg: ResultsConfig, suite: str) -> tuple[BenchConfig, dict, str]:
     bench = BenchConfig(
-        suite=suite, limit=cfg.limit or cfg.suite_limits.get(suite_name(suite), 40), modes=TABLE_MODES,
+        suite=suite, limit=cfg.limit or cfg.suite_limits.get(suite_name(suite), 40), modes=table_modes(cfg),
         max_new_tokens=cfg.max_new_tokens, drafter=cfg.drafter,
-        target=cfg.target,
+        target=cfg.target, dtype=cfg.dtype,
         ar_drafter=cfg.ar_drafter, out=str(Path(cfg.runs_dir) / f"table_{suite_name(suite)}.jsonl"),
         timeline=str(Path(cfg.images) / "timeline.json") if suite == cfg.suites[0] else None,
     )
@@ -96,17 +104,58 @@ def sweep_bench(cfg: ResultsConfig) -> tuple[BenchConfig, dict, str]:
     budgets = tuple(f"{c},{f}" for c in cfg.coverages for f in cfg.fanouts)
     bench = BenchConfig(
         suite=cfg.sweep_suite, limit=cfg.sweep_limit, modes=("sync", "async"), sweep=budgets,
-        max_new_tokens=cfg.max_new_tokens, drafter=cfg.drafter, target=cfg.target,
+        max_new_tokens=cfg.max_new_tokens, drafter=cfg.drafter, target=cfg.target, dtype=cfg.dtype,
         out=str(Path(cfg.runs_dir) / f"sweep_{suite_name(cfg.sweep_suite)}.jsonl"),
     )
     summary, table = _bench(bench)
     return bench, summary, table
 
 
+# name -> (title, BenchConfig overrides, environment): the precision and verification-length runs
+EXTRA_BENCHES = {
+    "float32": ("float32 (exact: must be identical)", {"dtype": "float32"}, {}),
+    "bf16-unfixed": ("bfloat16, precision fixes off, every drafted token verified (the previous behaviour)",
+                     {"dtype": "bfloat16", "draft_length": "16"}, {"D3D_PRECISION_FIXES": "0"}),
+    "bf16-k16": ("bfloat16, precision fixes on, every drafted token verified", {"dtype": "bfloat16", "draft_length": "16"}, {}),
+    "bf16-auto": ("bfloat16, precision fixes on, verification length chosen per round", {"dtype": "bfloat16"}, {}),
+    "untrained-k16": ("untrained drafter, bfloat16, every drafted token verified",
+                      {"dtype": "bfloat16", "draft_length": "16", "drafter": "untrained"}, {}),
+    "untrained-auto": ("untrained drafter, bfloat16, verification length chosen per round",
+                       {"dtype": "bfloat16", "drafter": "untrained"}, {}),
+}
+
+
+def extra_bench(cfg: ResultsConfig, name: str) -> tuple[BenchConfig, dict, str]:
+    """One run of EXTRA_BENCHES: plain decoding against sync on the first `extra_limit` HumanEval prompts."""
+    _, overrides, env = EXTRA_BENCHES[name]
+    settings = dict(suite="humaneval", limit=cfg.extra_limit, modes=("ar", "sync"), max_new_tokens=cfg.max_new_tokens,
+                    drafter=cfg.drafter, target=cfg.target, out=str(Path(cfg.runs_dir) / f"extra_{name}.jsonl"))
+    bench = BenchConfig(**settings | overrides)
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        summary, table = _bench(bench)
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k) if v is None else os.environ.__setitem__(k, v)
+    return bench, summary, table
+
+
+def pass_cost_tables() -> dict[str, dict[int, float]]:
+    """t_v(k) / t_v(1) of the default target in bfloat16 and float32 (this machine's cached tables)."""
+    from d3d.inference.pass_costs import machine_pass_costs
+    from d3d.inference.pipeline import load_target
+
+    return {dt: machine_pass_costs(load_target(None, "cpu", dt).native("pass timing")).table
+            for dt in ("bfloat16", "float32")}
+
+
 def command_of(bench: BenchConfig) -> str:
     """The `d3d bench` command line that reproduces a benchmark."""
     parts = ["d3d bench", *([f"--target {bench.target}"] if bench.target else []), f"--suite {bench.suite}", f"--limit {bench.limit}",
              f"--modes {','.join(bench.modes)}", f"--max-new-tokens {bench.max_new_tokens}"]
+    parts += [f"--dtype {bench.dtype}"] if bench.dtype else []
+    parts += [f"--draft-length {bench.draft_length}"] if bench.draft_length != "auto" else []
     if bench.drafter:
         parts.append(f"--drafter {bench.drafter}")
     if bench.ar_drafter and {"ar-drafter", "hf-assisted"} & set(bench.modes):
@@ -207,14 +256,42 @@ def machine() -> str:
     return f"{cpu}{gpu}, torch {torch.__version__}, {platform.system()} {platform.machine()}"
 
 
-def render(cfg: ResultsConfig, tables: dict, sweep: tuple | None, stages: list[dict], plots: dict) -> str:
+def extra_sections(extras: dict[str, tuple], costs: dict[str, dict[int, float]]) -> list[str]:
+    """Markdown: pass costs, the agreement table per dtype, and verification length auto against 16."""
+    lines = ["## Pass costs", "", "t_v(k) / t_v(1): a k-row target pass against a 1-token step, 256 cached tokens, this "
+             "machine (the tables `--draft-length auto` reads; `d3d cost --dtype ...` prints them).", "",
+             "| k | " + " | ".join(costs) + " |", "|---|" + "---|" * len(costs)]
+    base = {dt: t[1] for dt, t in costs.items()}
+    for k in (1, 2, 4, 8, 12, 16):
+        lines.append(f"| {k} | " + " | ".join(f"{t[k] * 1e3:.1f} ms ({t[k] / base[dt]:.2f})" for dt, t in costs.items()) + " |")
+    lines += ["", "## Greedy agreement and verification length", "",
+              "Plain decoding against D3D sync on the first HumanEval prompts, 128 new tokens. A prompt whose output "
+              "differs is a *near tie* when, at the first differing token, the two tokens are the float32 top-2 of "
+              "the shared prefix and their gap is under 64 x eps(dtype) nats (0.5 in bfloat16), else a *divergence* "
+              "(a bug): `d3d/evaluation/agreement.py`, docs/design.md \"Precision and near ties\".", "",
+              "| run | prompts | identical | near ties | divergences | tau | speedup | rows verified per round (k: rounds) |",
+              "|---|---|---|---|---|---|---|---|"]
+    for name, (bench, summary, _) in extras.items():
+        s = summary["sync"]
+        lines.append(f"| {EXTRA_BENCHES[name][0]} | {s['n_prompts']} | {s['identical_prompts']} | {s['near_ties']} | "
+                     f"{s['divergences']} | {s['tau']:.2f} | {s['speedup']:.2f}x | {s.get('draft_lengths') or '-'} |")
+    lines.append("")
+    for name, (bench, _, table) in extras.items():
+        lines += [f"<details><summary>{EXTRA_BENCHES[name][0]}</summary>", "", "```",
+                  f"$ {command_of(bench)}" + ("  # with D3D_PRECISION_FIXES=0" if EXTRA_BENCHES[name][2] else ""),
+                  table, "```", "", "</details>", ""]
+    return lines
+
+
+def render(cfg: ResultsConfig, tables: dict, sweep: tuple | None, stages: list[dict], plots: dict,
+           extras: dict | None = None, costs: dict | None = None) -> str:
     lines = [
         "# Results",
         "",
         "<!-- Generated by `make results` (python -m d3d.evaluation.results); edits are overwritten. -->",
         "",
         f"Generated {datetime.date.today().isoformat()} on {machine()}. Target: SmolLM2-135M-Instruct "
-        "(the embedded GGUF, dequantized to float32). Every ratio is measured side by side in one run: the "
+        f"(the embedded GGUF, dequantized), dtype {cfg.dtype} (auto: bfloat16 on this CPU). Every ratio is measured side by side in one run: the "
         "modes of a table run back to back on each prompt, in an order rotated per prompt, and each speedup is "
         "plain decoding's total wall time over the mode's, prefill included. Greedy decoding throughout; "
         "`identical` says whether every output equals plain decoding's token for token.",
@@ -224,6 +301,9 @@ def render(cfg: ResultsConfig, tables: dict, sweep: tuple | None, stages: list[d
         table1({suite: summary for suite, (_, summary, _) in tables.items()}),
         "",
     ]
+    if "ar-drafter" not in table_modes(cfg):
+        lines += [f"The AR-drafter rows are empty: no AR draft model at `{cfg.ar_drafter}` (train it with "
+                  "`d3d train --config recipes/smollm2-ar.yaml`).", ""]
     for suite, (bench, summary, table) in tables.items():
         drafter = summary.get("sync", {}).get("drafter", "")
         lines += [f"### {suite_name(suite)}", "", f"Drafter: {drafter}", "", "```", f"$ {command_of(bench)}", table, "```", ""]
@@ -238,6 +318,8 @@ def render(cfg: ResultsConfig, tables: dict, sweep: tuple | None, stages: list[d
                   "Async decoding at fixed budgets C (rejection positions covered) x F (alternatives per position); "
                   "N_async = B((C-1)F+2) rows per packed successor pass.", "",
                   f"![budget sweep]({plots['sweep']})", "", "```", f"$ {command_of(bench)}", table, "```", ""]
+    if extras:
+        lines += extra_sections(extras, costs or {})
     if stages:
         lines += ["## Pruning curve (Figure 2)", "",
                   f"From `{cfg.prune_log}`: each stage removes the layer whose removal costs least validation tau "
@@ -257,9 +339,6 @@ def render(cfg: ResultsConfig, tables: dict, sweep: tuple | None, stages: list[d
 
 def make_results(cfg: ResultsConfig) -> Path:
     """Run (or resume) every benchmark, draw the plots, write the page; returns its path."""
-    if cfg.ar_drafter and not Path(cfg.ar_drafter).exists():
-        raise D3DError(f"AR-drafter baseline not found: {cfg.ar_drafter} (train it: d3d train --config "
-                       "recipes/smollm2-ar.yaml)")
     images, page = Path(cfg.images), Path(cfg.page)
     tables = {suite: table_bench(cfg, suite) for suite in cfg.suites}
     plots = {}
@@ -272,8 +351,10 @@ def make_results(cfg: ResultsConfig) -> Path:
     stages = read_prune_log(Path(cfg.prune_log))
     if stages:
         plots["pruning"] = os.path.relpath(plot_pruning(stages, images / "pruning_curve.png"), page.parent)
+    extras = {name: extra_bench(cfg, name) for name in EXTRA_BENCHES} if cfg.extra_limit else {}
+    costs = pass_cost_tables() if extras and cfg.target is None else {}
     page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(render(cfg, tables, sweep, stages, plots))
+    page.write_text(render(cfg, tables, sweep, stages, plots, extras, costs))
     return page
 
 
@@ -289,9 +370,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sweep-limit", type=int, default=ResultsConfig.sweep_limit, help="prompts in the sweep (0 = skip)")
     parser.add_argument("--max-new-tokens", type=int, default=ResultsConfig.max_new_tokens)
     parser.add_argument("--page", default=ResultsConfig.page, help="markdown file to write")
+    parser.add_argument("--dtype", default=ResultsConfig.dtype, choices=["auto", "bfloat16", "float16", "float32"])
+    parser.add_argument("--extra-limit", type=int, default=ResultsConfig.extra_limit,
+                        help="HumanEval prompts of the agreement and verification-length runs (0 = skip)")
+    parser.add_argument("--mixed-limit", type=int, default=20, help="prompts of the mixed suite in Table 1")
     args = parser.parse_args(argv)
     cfg = ResultsConfig(drafter=args.drafter, ar_drafter=args.ar_drafter, prune_log=args.prune_log, limit=args.limit,
-                        sweep_limit=args.sweep_limit, max_new_tokens=args.max_new_tokens, page=args.page)
+                        sweep_limit=args.sweep_limit, max_new_tokens=args.max_new_tokens, page=args.page,
+                        dtype=args.dtype, extra_limit=args.extra_limit,
+                        suite_limits={"humaneval": 40, "mixed": args.mixed_limit})
     try:
         print(f"wrote {make_results(cfg)}")
     except D3DError as error:

@@ -133,6 +133,21 @@ def machine_pass_costs(model: DecoderModel, refresh: bool = False, log=None) -> 
 
 
 @torch.inference_mode()
+def drafter_pass_seconds(drafter, target: DecoderModel, costs: PassCosts, repeats: int = COST_REPEATS) -> float:
+    """t_d on a quiet machine: the drafter pass measured interleaved with a 1-row target step, as a
+    ratio (so that other load on the machine cancels out), times the cached quiet t_v(1)."""
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, target.spec.vocab_size, (1, COST_CONTEXT + 1), generator=gen).to(target.device)
+    cache = target.new_cache(1, COST_CONTEXT + 2)
+    target(Rows.clean(ids[:, :COST_CONTEXT], 0), cache, logits_from=COST_CONTEXT - 1)
+    ratios = []
+    for _ in range(repeats):
+        step = _timed_pass(target, cache, ids[:, COST_CONTEXT:])
+        ratios.append(measure_drafter_pass(drafter, repeats=1) / step)
+    return statistics.median(ratios) * costs.seconds(1)
+
+
+@torch.inference_mode()
 def measure_drafter_pass(drafter, context: int = COST_CONTEXT, repeats: int = COST_REPEATS) -> float:
     """Median seconds of one synchronous drafting pass (one block, one new clean token) after
     `context` cached tokens: the t_d of the verification-length policy. drafter: a `Drafter`."""

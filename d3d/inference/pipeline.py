@@ -31,7 +31,7 @@ from d3d.inference.async_engine import AsyncConfig, AsyncRunner, new_stats
 from d3d.inference.baselines import ar_drafter_hf_model, hf_generate
 from d3d.inference.draft_length import Calibration, DraftLengthPolicy
 from d3d.inference.drafting import DrafterSource
-from d3d.inference.pass_costs import PassCosts, machine_pass_costs, measure_drafter_pass
+from d3d.inference.pass_costs import PassCosts, drafter_pass_seconds, machine_pass_costs
 from d3d.inference.engine import (
     DecodeStats,
     GenerationConfig,
@@ -267,7 +267,7 @@ class Pipeline:
     @cached_property
     def drafter_pass_s(self) -> float:
         """t_d: one synchronous drafting pass of this pipeline's drafter (measured once)."""
-        return measure_drafter_pass(self.drafter.drafter)
+        return drafter_pass_seconds(self.drafter.drafter, self.target.native("speculative decoding"), self.pass_costs)
 
     def draft_length_policy(self) -> DraftLengthPolicy:
         """A fresh per-generation policy: fixed rows when `draft_length` is set, else adaptive."""

@@ -88,7 +88,7 @@ def draft_policy_factory(draft_length: str, model, choice, log=print):
     """
     from d3d.inference.batch_engine import BatchShare
     from d3d.inference.draft_length import Calibration, DraftLengthPolicy, parse_draft_length
-    from d3d.inference.pass_costs import PassCosts, machine_pass_costs, measure_drafter_pass
+    from d3d.inference.pass_costs import PassCosts, drafter_pass_seconds, machine_pass_costs
 
     if draft_length == "all":
         return None
@@ -96,7 +96,7 @@ def draft_policy_factory(draft_length: str, model, choice, log=print):
     if rows is not None:
         return lambda batch_size: DraftLengthPolicy(PassCosts({1: 1.0}), fixed=rows - 1)
     costs = machine_pass_costs(model, log=log)
-    draft_s = measure_drafter_pass(choice.drafter)
+    draft_s = drafter_pass_seconds(choice.drafter, model, costs)
     calibration = Calibration.load(choice.path)
     log(f"[d3d serve] adaptive verification length: t_v(1) {costs.seconds(1) * 1e3:.1f} ms, t_v(16) "
         f"{costs.seconds(16) * 1e3:.1f} ms, t_d {draft_s * 1e3:.1f} ms, "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from d3d.evaluation.results import MODE_NAMES, TABLE_MODES, ResultsConfig, make_results, read_prune_log
+from d3d.evaluation.results import EXTRA_BENCHES, MODE_NAMES, TABLE_MODES, ResultsConfig, make_results, read_prune_log
 from d3d.jsonl import read_records
 from tests.inference.test_ar_drafting import save_ar_drafter
 
@@ -38,7 +38,7 @@ def test_the_page_is_generated_from_real_runs_and_regenerated_from_their_files(t
         target=str(tiny_chat_model_dir), ar_drafter=str(save_ar_drafter(tiny_chat_model_dir, [0], tmp_path / "ar")),
         prune_log=str(prune_log), limit=2, sweep_limit=1, coverages=(1, 2), fanouts=(1,), max_new_tokens=8,
         suites=(str(suite),), sweep_suite=str(suite), runs_dir=str(tmp_path / "runs"), page=str(tmp_path / "docs/results.md"),
-        images=str(tmp_path / "docs/img"),
+        images=str(tmp_path / "docs/img"), extra_limit=1, dtype="float32",
     )
     page = make_results(cfg)
     text = page.read_text()
@@ -51,6 +51,9 @@ def test_the_page_is_generated_from_real_runs_and_regenerated_from_their_files(t
     assert "| 0 | [0, 1, 2] | - | - | 2.000 | 1.900 | 1.10x |" in text and "| 1 | [0, 2] | 1 | 1.800 | 1.950 | 1.850 | 1.30x |" in text
     # a second run reuses every results file: nothing is generated again, the page is the same
     written = {p.name: p.read_text() for p in (tmp_path / "runs").iterdir() if p.suffix == ".jsonl"}
-    assert len(written) == 2
+    assert len(written) == 2 + len(EXTRA_BENCHES)
+    float32 = json.loads((tmp_path / "runs" / "extra_float32.jsonl").read_text().splitlines()[1])["results"]["sync"]
+    assert float32["agreement"] == "identical"  # exact arithmetic: the agreement row must say so
+    assert "| float32 (exact: must be identical) | 1 | 1 | 0 | 0 |" in text
     make_results(cfg)
     assert {p.name: p.read_text() for p in (tmp_path / "runs").iterdir() if p.suffix == ".jsonl"} == written
