@@ -77,7 +77,7 @@ from d3d.evaluation.prefill_metrics import (
     add_scores, format_prefill_table, keep_mode, keep_runner, mode_keep, prefill_record, prefill_summary,
     wants_prefill_summary,
 )
-from d3d.evaluation.agreement import agreement_summary, classify
+from d3d.evaluation.agreement import AGREEMENT_RULE, agreement_summary, classify
 from d3d.evaluation.bench_results import ResultsFile, d3d_version, directory_digest, results_path_for
 from d3d.evaluation.suites import BUILTIN_SUITES, Prompt, load_suite
 from d3d.evaluation.timeline import plot_timeline, save_timeline
@@ -340,6 +340,17 @@ def add_agreement(pipe: Pipeline, prompt_ids: Tensor, results: dict[str, dict]) 
             record |= classify(reference, record["tokens"], prompt_ids, exact_target(pipe), pipe.target.dtype).as_dict()
 
 
+def rejudge(pipe: Pipeline, rows: dict[str, dict], prompts: dict[str, Prompt]) -> None:
+    """Resumed records judged by an older agreement rule than `AGREEMENT_RULE` are judged again
+    (in memory: the results file keeps what was measured)."""
+    for prompt_id, row in rows.items():
+        stale = [m for m, r in row["results"].items() if r.get("agreement") not in (None, "identical")
+                 and r.get("agreement_rule", 1) < AGREEMENT_RULE]
+        if stale:
+            add_agreement(pipe, pipe.target.encode_chat(prompts[prompt_id].text),
+                          {"ar": row["results"]["ar"]} | {m: row["results"][m] for m in stale})
+
+
 def exact_target(pipe: Pipeline):
     """The run's own target weights computed in float32 (the model itself when it already is), for
     near-tie checks: the same model in exact arithmetic, not the unrounded checkpoint."""
@@ -395,12 +406,23 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
             summary[mode] |= _drafting_summary(base_mode(mode), _mode_totals(records), records)
         if base_mode(mode) in DRAFTER_MODES and drafter is not None:
             summary[mode]["drafter"] = drafter
+        if any(r.get("draft_lengths") for r in records):
+            summary[mode]["draft_lengths"] = _merged_counts([r.get("draft_lengths") or {} for r in records])
         if wants_prefill_summary(rows, modes):
             summary[mode] |= prefill_summary(records, ar_records)
     for mode in summary:
         if base_mode(mode) == "async" and "sync" in summary:
             summary[mode]["speedup_vs_sync"] = _rounded(_ratio(summary["sync"]["total_s"], summary[mode]["total_s"]))
     return summary
+
+
+def _merged_counts(counts: list[dict[str, int]]) -> dict[str, int]:
+    """Rows verified per round (k) -> rounds, summed over prompts, ordered by k."""
+    total: dict[int, int] = {}
+    for c in counts:
+        for k, n in c.items():
+            total[int(k)] = total.get(int(k), 0) + n
+    return {str(k): total[k] for k in sorted(total)}
 
 
 def _agreement_kind(record: dict, ar_record: dict) -> str:
@@ -529,6 +551,8 @@ def _run_pending(
     done = results.open(cfg.fresh)
     rows = {p.id: done[p.id] for p in prompts if done.get(p.id, {}).get("prompt_sha") == prompt_digest(p)}
     pending = [(i, p) for i, p in enumerate(prompts) if p.id not in rows]
+    if gen_cfg.sampling.greedy:
+        rejudge(pipe, rows, {p.id: p for p in prompts})
     _log_header(cfg, pipe, drafter, len(prompts), len(rows), results.path)
     if pending:
         warm_up(pipe, modes, pending[0][1], gen_cfg)

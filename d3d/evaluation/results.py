@@ -257,6 +257,10 @@ def machine() -> str:
     return f"{cpu}{gpu}, torch {torch.__version__}, {platform.system()} {platform.machine()}"
 
 
+def _lengths(counts: dict | None) -> str:
+    return " ".join(f"{k}:{n}" for k, n in counts.items()) if counts else "all 16 (fixed)"
+
+
 def extra_sections(extras: dict[str, tuple], costs: dict[str, dict[int, float]]) -> list[str]:
     """Markdown: pass costs, the agreement table per dtype, and verification length auto against 16."""
     lines = ["## Pass costs", "", "t_v(k) / t_v(1): a k-row target pass against a 1-token step, 256 cached tokens, this "
@@ -267,15 +271,15 @@ def extra_sections(extras: dict[str, tuple], costs: dict[str, dict[int, float]])
         lines.append(f"| {k} | " + " | ".join(f"{t[k] * 1e3:.1f} ms ({t[k] / base[dt]:.2f})" for dt, t in costs.items()) + " |")
     lines += ["", "## Greedy agreement and verification length", "",
               "Plain decoding against D3D sync on the first HumanEval prompts, 128 new tokens. A prompt whose output "
-              "differs is a *near tie* when, at the first differing token, the two tokens are the float32 top-2 of "
-              "the shared prefix and their gap is under 64 x eps(dtype) nats (0.5 in bfloat16), else a *divergence* "
+              "differs is a *near tie* when, at the first differing token, both tokens' float32 logits are within "
+              "64 x eps(dtype) nats (0.5 in bfloat16) of the float32 maximum, else a *divergence* "
               "(a bug): `d3d/evaluation/agreement.py`, docs/design.md \"Precision and near ties\".", "",
               "| run | prompts | identical | near ties | divergences | tau | speedup | rows verified per round (k: rounds) |",
               "|---|---|---|---|---|---|---|---|"]
     for name, (bench, summary, _) in extras.items():
         s = summary["sync"]
         lines.append(f"| {EXTRA_BENCHES[name][0]} | {s['n_prompts']} | {s['identical_prompts']} | {s['near_ties']} | "
-                     f"{s['divergences']} | {s['tau']:.2f} | {s['speedup']:.2f}x | {s.get('draft_lengths') or '-'} |")
+                     f"{s['divergences']} | {s['tau']:.2f} | {s['speedup']:.2f}x | {_lengths(s.get('draft_lengths'))} |")
     lines.append("")
     for name, (bench, _, table) in extras.items():
         lines += [f"<details><summary>{EXTRA_BENCHES[name][0]}</summary>", "", "```",

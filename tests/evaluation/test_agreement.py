@@ -19,7 +19,14 @@ def _ranked(target, ids, out, i):
     return top.indices.tolist(), float(top.values[0] - top.values[1])
 
 
-def test_classify_by_the_float32_top2_gap(tiny_llama_dir):
+@torch.no_grad()
+def _ranked_gap(target, ids, out, i, token):
+    prefix = torch.cat([ids[0], torch.tensor(out[:i])])[None]
+    logits = target(Rows.clean(prefix, 0))[0, -1]
+    return float(logits.max() - logits[token])
+
+
+def test_classify_by_the_float32_distance_to_the_top(tiny_llama_dir):
     target = load_decoder(tiny_llama_dir)
     ids = prompt(1)
     out = greedy(target, ids, max_new=12)
@@ -34,7 +41,11 @@ def test_classify_by_the_float32_top2_gap(tiny_llama_dir):
     assert coarse.position == fine.position == i and abs(coarse.gap - gap) < 1e-5
     assert coarse.kind == ("near_tie" if gap < near_tie_threshold(torch.bfloat16) else "divergence")
     assert fine.kind == "divergence"  # float32 gaps are never below 7.6e-6 here
-    assert classify(out, third, ids, target, torch.bfloat16).kind == "divergence"  # not the top-2 pair
+    # the third token: a near tie exactly when it too is within the threshold of the top
+    third_gap = _ranked_gap(target, ids, out, i, ranked[2])
+    got = classify(out, third, ids, target, torch.bfloat16)
+    assert abs(got.gap - third_gap) < 1e-5
+    assert got.kind == ("near_tie" if third_gap < near_tie_threshold(torch.bfloat16) else "divergence")
     assert classify(out, out[:8], ids, target, torch.bfloat16).kind == "divergence"  # a strict prefix
 
 
