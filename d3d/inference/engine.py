@@ -220,13 +220,14 @@ def speculative_decode(
         anchor_pos = len(committed) - 1
         n = min(source.block_size - 1, stop.remaining - 1)
         t1 = now(dev)
-        ids = torch.tensor([committed], device=dev)
         drafting = n > 0 and (policy is None or policy.should_draft())
-        draft = source.propose(ids, n) if drafting else None
+        # a plain step needs only the anchor; the whole committed list is built only for drafting
+        draft = source.propose(torch.tensor([committed], device=dev), n) if drafting else None
         if draft is not None and policy is not None:
             draft = draft.truncated(policy.choose(draft.confidence, draft.tokens.shape[0]))
         t2 = now(dev)
-        block = ids[:, -1:] if draft is None else torch.cat([ids[:, -1:], draft.tokens.view(1, -1)], 1)
+        anchor = torch.tensor([committed[-1:]], device=dev)
+        block = anchor if draft is None else torch.cat([anchor, draft.tokens.view(1, -1)], 1)
         logits = target(Rows.clean(block, anchor_pos), cache)[0]  # [n+1, V]
         if draft is None:
             tokens, accepted = [int(pick_token(logits[0], cfg.sampling, gen))], 0

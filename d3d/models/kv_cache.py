@@ -14,6 +14,17 @@ import torch
 from torch import Tensor
 
 
+def allocate_buffers(
+    num_layers: int, batch: int, num_kv_heads: int, head_dim: int, capacity: int, dtype: torch.dtype,
+    device: torch.device | str,
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """Zeroed keys, values [L, b, h_kv, cap, d], positions [b, cap] (long) and validity [b, cap] (bool)."""
+    shape = (num_layers, batch, num_kv_heads, capacity, head_dim)
+    return (torch.zeros(shape, dtype=dtype, device=device), torch.zeros(shape, dtype=dtype, device=device),
+            torch.zeros(batch, capacity, dtype=torch.long, device=device),
+            torch.zeros(batch, capacity, dtype=torch.bool, device=device))
+
+
 class KVCache:
     """Keys/values for `num_layers` layers and `batch` sequences sharing one column count."""
 
@@ -27,11 +38,8 @@ class KVCache:
         dtype: torch.dtype = torch.float32,
         device: torch.device | str = "cpu",
     ) -> None:
-        shape = (num_layers, batch, num_kv_heads, capacity, head_dim)
-        self.keys = torch.zeros(shape, dtype=dtype, device=device)  # [L, b, h_kv, cap, d]
-        self.values = torch.zeros(shape, dtype=dtype, device=device)  # [L, b, h_kv, cap, d]
-        self.positions = torch.zeros(batch, capacity, dtype=torch.long, device=device)  # [b, cap]
-        self.valid = torch.zeros(batch, capacity, dtype=torch.bool, device=device)  # [b, cap]
+        self.keys, self.values, self.positions, self.valid = allocate_buffers(
+            num_layers, batch, num_kv_heads, head_dim, capacity, dtype, device)
         self.length = 0
         self.has_padding = False
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from d3d.models.kv_cache import KVCache
+from d3d.models.kv_cache import KVCache, allocate_buffers
 
 
 class RaggedKVCache:
@@ -47,11 +47,9 @@ class RaggedKVCache:
         dtype: torch.dtype = torch.float32,
         device: torch.device | str = "cpu",
     ) -> None:
-        shape = (num_layers, max_batch, num_kv_heads, capacity, head_dim)
-        self._keys = torch.zeros(shape, dtype=dtype, device=device)  # [L, max_b, h_kv, cap, d]
-        self._values = torch.zeros(shape, dtype=dtype, device=device)  # [L, max_b, h_kv, cap, d]
-        self._positions = torch.zeros(max_batch, capacity, dtype=torch.long, device=device)  # [max_b, cap]
-        self._valid = torch.zeros(max_batch, capacity, dtype=torch.bool, device=device)  # [max_b, cap]
+        # [L, max_b, h_kv, cap, d] twice, then [max_b, cap] positions and validity
+        self._keys, self._values, self._positions, self._valid = allocate_buffers(
+            num_layers, max_batch, num_kv_heads, head_dim, capacity, dtype, device)
         self.lengths: list[int] = []  # columns held by each active slot (host side, one per slot)
         self._offsets: Tensor | None = None  # [active, 1] lengths at the start of the current pass
 
