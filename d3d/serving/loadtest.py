@@ -14,11 +14,14 @@ gaps of gap/k), tau (tokens appended per verification round, from the server), a
 (HTTP errors, error events, streams that end without [DONE] or short of a finish reason).
 It prints a table, then one JSON line keyed by concurrency.
 
+Its flags are defined here (`add_loadtest_parser`), so `python -m d3d.serving.loadtest` needs
+nothing from the command line module (`d3d.cli` registers the same parser as `d3d loadtest`).
 This module knows nothing about models; it speaks HTTP.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -32,6 +35,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from d3d.errors import D3DError
+from d3d.serving.flags import add_model_flags
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 SERVER_START_S = 600.0  # how long a started server may take to load its models
@@ -311,11 +315,53 @@ def run_loadtest(cfg: LoadTestConfig) -> dict:
     return summary
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`python -m d3d.serving.loadtest ...` is `d3d loadtest ...`."""
-    from d3d.cli import main as cli_main
+# ---------------------------------------------------------------------------------------------
+# Flags
 
-    return cli_main(["loadtest", *(sys.argv[1:] if argv is None else argv)])
+
+def add_loadtest_parser(sub: argparse._SubParsersAction) -> None:
+    """Register `loadtest` (for `d3d loadtest` and `python -m d3d.serving.loadtest`)."""
+    lt = sub.add_parser("loadtest", help="N concurrent streaming clients against d3d serve, speculation on and off",
+                        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    lt.add_argument("--url", default=None, help="a running server on loopback (default: start one with the model flags)")
+    lt.add_argument("--concurrency", default="1,2,4,8", help="comma-separated client counts")
+    lt.add_argument("--requests", type=int, default=16, help="requests per (concurrency, speculation) phase")
+    lt.add_argument("--max-tokens", type=int, default=128, help="max_tokens of every request")
+    lt.add_argument("--phase-seconds", type=float, default=300.0, help="time limit per phase (no new requests after it)")
+    lt.add_argument("--suite", default="mixed", help="prompts: humaneval, mixed or a .jsonl file")
+    lt.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    lt.add_argument("--out", default=None, help="also write the JSON result here")
+    add_model_flags(lt)
+    lt.add_argument("--max-batch", type=int, default=8, help="the started server's --max-batch")
+    lt.add_argument("--draft-length", default="auto", help="the started server's --draft-length")
+    lt.set_defaults(func=cmd_loadtest)
+
+
+def cmd_loadtest(args: argparse.Namespace) -> int:
+    try:
+        levels = tuple(int(x) for x in args.concurrency.split(",") if x.strip())
+    except ValueError:
+        raise D3DError(f"--concurrency must be comma-separated integers, got '{args.concurrency}'") from None
+    cfg = LoadTestConfig(
+        url=args.url, concurrency=levels, requests=args.requests, max_tokens=args.max_tokens,
+        phase_s=args.phase_seconds, suite=args.suite, temperature=args.temperature, out=args.out,
+        target=args.target, drafter=args.drafter, dtype=args.dtype, device=args.device, max_batch=args.max_batch,
+        draft_length=args.draft_length,
+    )
+    run_loadtest(cfg)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m d3d.serving.loadtest ...` is `d3d loadtest ...` (bad input: one line, exit status 2)."""
+    parser = argparse.ArgumentParser(prog="python -m d3d.serving")
+    add_loadtest_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["loadtest", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        return args.func(args)
+    except D3DError as err:
+        print(f"d3d loadtest: error: {err}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

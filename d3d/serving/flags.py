@@ -1,0 +1,18 @@
+"""The model flags that `d3d serve`, `d3d loadtest` and the soak test share.
+
+Parsing only (argparse); importing it costs nothing. It knows nothing about what the flags load.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+DTYPE_CHOICES = ("auto", "bfloat16", "float16", "float32")
+
+
+def add_model_flags(p: argparse.ArgumentParser) -> None:
+    """--target, --drafter, --dtype, --device."""
+    p.add_argument("--target", default=None, help="hub id, local directory or .gguf (default: embedded SmolLM2-135M-Instruct)")
+    p.add_argument("--drafter", default=None, help="drafter directory (default: the one shipped for the target)")
+    p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES, help="target dtype")
+    p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
