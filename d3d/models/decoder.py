@@ -18,7 +18,6 @@ What it does not know: tokenizers, drafting policy, verification. Loading from G
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,8 +27,10 @@ from torch import Tensor, nn
 from transformers import PretrainedConfig
 
 from d3d.errors import D3DError
-from d3d.models.attention import AttentionProbe, Rows, build_mask
+from d3d.models.attention import AttentionProbe, Rows, build_mask, limit_to_ancestors
 from d3d.models.kv_cache import KVCache
+from d3d.models.precision import REFINE_TOP, Precision  # noqa: F401  (Precision: re-exported, its old home)
+from d3d.models.quantize import dense_rows
 
 SUPPORTED_MODEL_TYPES = ("llama", "mistral", "qwen2", "qwen3")
 
@@ -134,14 +135,36 @@ def rotate_half(x: Tensor) -> Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
+def fuse_on_load(module: nn.Module, fused: str, parts: tuple[str, ...]) -> None:
+    """Keep checkpoint names on disk while `module` holds one fused projection: a state dict lists
+    `parts` (views of the fused weight, split along the output rows), and loading one concatenates
+    them. So checkpoints, drafters and training keep transformers' names (`q_proj`, `up_proj`, ...)."""
+
+    def split(mod: nn.Module, state: dict, prefix: str, _meta) -> None:
+        for kind in ("weight", "bias"):
+            tensor = state.pop(f"{prefix}{fused}.{kind}", None)
+            if tensor is not None:
+                sizes = [getattr(mod, f"{fused}_sizes")[i] for i in range(len(parts))]
+                state.update({f"{prefix}{p}.{kind}": t for p, t in zip(parts, tensor.split(sizes))})
+
+    def join(mod: nn.Module, state: dict, prefix: str, *_args) -> None:
+        for kind in ("weight", "bias"):
+            names = [f"{prefix}{p}.{kind}" for p in parts]
+            if all(n in state for n in names):
+                state[f"{prefix}{fused}.{kind}"] = torch.cat([state.pop(n) for n in names])
+
+    module.register_state_dict_post_hook(split)
+    module.register_load_state_dict_pre_hook(join)
+
+
 class Attention(nn.Module):
     def __init__(self, spec: ArchSpec) -> None:
         super().__init__()
         h, kv, d = spec.num_heads, spec.num_kv_heads, spec.head_dim
         self.num_heads, self.num_kv_heads, self.head_dim = h, kv, d
-        self.q_proj = nn.Linear(spec.hidden_size, h * d, bias=spec.qkv_bias)
-        self.k_proj = nn.Linear(spec.hidden_size, kv * d, bias=spec.qkv_bias)
-        self.v_proj = nn.Linear(spec.hidden_size, kv * d, bias=spec.qkv_bias)
+        self.qkv_proj_sizes = (h * d, kv * d, kv * d)  # q, k, v rows of the fused projection
+        self.qkv_proj = nn.Linear(spec.hidden_size, sum(self.qkv_proj_sizes), bias=spec.qkv_bias)
+        fuse_on_load(self, "qkv_proj", ("q_proj", "k_proj", "v_proj"))
         self.o_proj = nn.Linear(h * d, spec.hidden_size, bias=spec.o_bias)
         if spec.qk_norm:
             self.q_norm = RMSNorm(d, spec.rms_norm_eps)
@@ -150,9 +173,10 @@ class Attention(nn.Module):
 
     def forward(self, x: Tensor, cos: Tensor, sin: Tensor, ctx: PassContext, layer: int) -> Tensor:
         b, n, _ = x.shape
-        q = self.q_proj(x).view(b, n, self.num_heads, self.head_dim)
-        k = self.k_proj(x).view(b, n, self.num_kv_heads, self.head_dim)
-        v = self.v_proj(x).view(b, n, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        q, k, v = self.qkv_proj(x).split(self.qkv_proj_sizes, -1)  # one GEMM for all three
+        q = q.view(b, n, self.num_heads, self.head_dim)
+        k = k.view(b, n, self.num_kv_heads, self.head_dim)
+        v = v.view(b, n, self.num_kv_heads, self.head_dim).transpose(1, 2)
         if self.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k = q.transpose(1, 2), k.transpose(1, 2)  # [b, h, n, d]
@@ -161,9 +185,9 @@ class Attention(nn.Module):
         keys, values = ctx.keys_values(layer, k, v)
         mask, is_causal = ctx.attention_mask(layer)
         if ctx.probe is not None:
-            ctx.probe.record(q, keys, mask)
-        if ctx.attention_fp32:  # same scores whatever the pass's key length (Precision)
-            q, keys, values = q.float(), keys.float(), values.float()
+            ctx.probe.record(q, keys, mask, layer)
+        if ctx.attention_fp32:  # same scores whatever the pass's key length (Precision); keys and
+            q, keys, values = q.float(), keys.float(), values.float()  # values are float32 in the cache
         out = F.scaled_dot_product_attention(
             q, keys, values, attn_mask=mask, is_causal=is_causal,
             enable_gqa=self.num_heads != self.num_kv_heads,
@@ -174,12 +198,14 @@ class Attention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, spec: ArchSpec) -> None:
         super().__init__()
-        self.gate_proj = nn.Linear(spec.hidden_size, spec.intermediate_size, bias=spec.mlp_bias)
-        self.up_proj = nn.Linear(spec.hidden_size, spec.intermediate_size, bias=spec.mlp_bias)
+        self.gate_up_proj_sizes = (spec.intermediate_size, spec.intermediate_size)  # gate, up rows
+        self.gate_up_proj = nn.Linear(spec.hidden_size, 2 * spec.intermediate_size, bias=spec.mlp_bias)
+        fuse_on_load(self, "gate_up_proj", ("gate_proj", "up_proj"))
         self.down_proj = nn.Linear(spec.intermediate_size, spec.hidden_size, bias=spec.mlp_bias)
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        gate, up = self.gate_up_proj(x).split(self.gate_up_proj_sizes, -1)  # one GEMM for both
+        return self.down_proj(F.silu(gate) * up)
 
 
 class DecoderLayer(nn.Module):
@@ -195,39 +221,14 @@ class DecoderLayer(nn.Module):
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
-@dataclass
-class Precision:
-    """How a low-precision model keeps greedy decisions stable (docs/design.md, "Precision and near ties").
-
-    A k-row verification and a 1-row step take different matmul kernels, so in bfloat16 their
-    outputs round differently and a near tie can flip an argmax. Both switches are no-ops in float32.
-    """
-
-    residual_fp32: bool = False  # keep the residual stream in float32 (projections stay in the model dtype)
-    attention_fp32: bool = False  # attention scores, softmax and weighted sum in float32
-    fixed_key_span: bool = False  # cached passes attend over the cache's whole capacity (masked), so a
-    # row's attention does not depend on how many rows its pass has: a 1-row step and a k-row
-    # verification then compute each row bit for bit alike
-    refine_top: int = 0  # recompute each row's top-m logits exactly in float32 from a float32 final norm (0 = off)
-
-    @staticmethod
-    def for_dtype(dtype: torch.dtype) -> Precision:
-        """The default for a model dtype: both switches on below float32."""
-        low = dtype in (torch.bfloat16, torch.float16)
-        span = os.environ.get("D3D_FIXED_KEY_SPAN", "1") != "0"  # 0: off (to measure what it buys)
-        return Precision(residual_fp32=low, attention_fp32=low, refine_top=REFINE_TOP if low else 0,
-                         fixed_key_span=low and span)
-
-
-REFINE_TOP = 8  # logits recomputed in float32 per row; far more than a low-precision rounding can reorder
-
-
-def refined_logits(hidden: Tensor, weight: Tensor, top: int) -> Tensor:
-    """float32 logits [..., V] of float32 hidden [..., d]: the low-precision projection, with each
-    row's `top` largest entries recomputed exactly in float32 (so their order is float32's)."""
-    logits = F.linear(hidden.to(weight.dtype), weight).float()
+def refined_logits(hidden: Tensor, head: nn.Module, dtype: torch.dtype, top: int) -> Tensor:
+    """float32 logits [..., V] of float32 hidden [..., d]: the low-precision projection `head` (dense
+    or int8) in `dtype`, with each row's `top` largest entries recomputed exactly in float32 from the
+    head's own weights (so their order is float32's)."""
+    logits = head(hidden.to(dtype)).float()
     idx = logits.topk(top, -1).indices  # [..., top]
-    exact = torch.einsum("...d,...md->...m", hidden, weight[idx].float())
+    rows = dense_rows(head, idx.flatten()).view(*idx.shape, -1)  # [..., top, d]
+    exact = torch.einsum("...d,...md->...m", hidden, rows)
     return logits.scatter_(-1, idx, exact)
 
 
@@ -259,21 +260,23 @@ class PassContext:
         key_val = cache.valid & live
         key_pos = torch.where(live, cache.positions, torch.zeros_like(cache.positions))
         key_grp = torch.full_like(cache.positions, -1)
-        self.masks = {w: (build_mask(rows, key_pos, key_grp, key_val, w), False) for w in self.masks}
+        self.masks = {w: (limit_to_ancestors(build_mask(rows, key_pos, key_grp, key_val, w), rows, cache.length), False)
+                      for w in self.masks}
 
     def attention_mask(self, layer: int) -> tuple[Tensor | None, bool]:
         """(boolean mask [b, 1, n, K] or None, is_causal) for one layer."""
         return self.masks[self.windows[layer] if self.windows else None]
 
     def _mask(self, rows: Rows, cache: KVCache | None, window: int | None) -> tuple[Tensor | None, bool]:
-        plain = not rows.has_blocks and rows.valid is None
+        plain = not rows.has_blocks and rows.valid is None and rows.ancestors is None
         span = (0 if cache is None else cache.length) + rows.num_rows  # key columns of a plain pass
         if window is not None and span > window:
             plain = False  # some key falls outside some row's window: build the mask
         if cache is None:
             if plain:
                 return None, True
-            return build_mask(rows, rows.positions, rows.row_groups(), rows.row_valid(), window), False
+            mask = build_mask(rows, rows.positions, rows.row_groups(), rows.row_valid(), window)
+            return limit_to_ancestors(mask, rows, 0), False
         if plain and not cache.has_padding:
             if rows.num_clean == 1:
                 return None, False  # one new token sees every cached column
@@ -284,7 +287,7 @@ class PassContext:
         key_pos = torch.cat([cache.positions[:, :end], rows.positions[:, nc:]], 1)
         key_grp = torch.cat([torch.full_like(cache.positions[:, :end], -1), rows.row_groups()[:, nc:]], 1)
         key_val = torch.cat([cache.valid[:, :end], rows.row_valid()[:, nc:]], 1)
-        return build_mask(rows, key_pos, key_grp, key_val, window), False
+        return limit_to_ancestors(build_mask(rows, key_pos, key_grp, key_val, window), rows, cache.length), False
 
     def keys_values(self, layer: int, k: Tensor, v: Tensor) -> tuple[Tensor, Tensor]:
         """Cache the clean rows' k, v [b, h_kv, n, d] and return every key/value this pass sees."""
@@ -321,7 +324,8 @@ class DecoderModel(nn.Module):
         self.lm_head = nn.Linear(self.spec.hidden_size, self.spec.vocab_size, bias=False)
         if self.spec.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
-        self.precision = Precision()  # set by the loader for low-precision targets (`Precision.for_dtype`)
+        self.precision = Precision()  # set by the loader (`load_target(precision=...)`, `precision.py`)
+        self.weights = "dense"  # "int8" once `quantize.quantize_decoder` replaced the projections
         inv_freq, self.rope_scale = rope_inverse_frequencies(config, self.spec.head_dim)
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
@@ -333,9 +337,15 @@ class DecoderModel(nn.Module):
     def dtype(self) -> torch.dtype:
         return self.model.norm.weight.dtype
 
+    @property
+    def cache_dtype(self) -> torch.dtype:
+        """The KV cache's dtype: float32 when attention runs in float32 (`Precision`), so a pass casts
+        only its new keys, not the whole cache in every layer; the model dtype otherwise."""
+        return torch.float32 if self.precision.attention_fp32 else self.dtype
+
     def new_cache(self, batch: int = 1, capacity: int = 256) -> KVCache:
         s = self.spec
-        return KVCache(len(self.layer_ids), batch, s.num_kv_heads, s.head_dim, capacity, self.dtype, self.device)
+        return KVCache(len(self.layer_ids), batch, s.num_kv_heads, s.head_dim, capacity, self.cache_dtype, self.device)
 
     def rope(self, positions: Tensor) -> tuple[Tensor, Tensor]:
         """cos, sin [b, 1, n, head_dim] for positions [b, n]."""
@@ -345,12 +355,14 @@ class DecoderModel(nn.Module):
 
     def hidden_states(
         self, rows: Rows, cache: KVCache | None = None, probe: AttentionProbe | None = None,
-        out_dtype: torch.dtype | None = None,
+        out_dtype: torch.dtype | None = None, num_layers: int | None = None,
     ) -> Tensor:
         """Final-norm hidden states [b, n, hidden] for every row (in `out_dtype`, default the
         model's); caches the clean rows.
 
         `probe`, if given, records the attention probabilities of its rows in every layer.
+        `num_layers` runs only the first that many layers (a prefix: the selective-prefill probe
+        on a few target layers); with a cache, only those layers' keys are written.
         """
         x = self.model.embed_tokens(rows.input_ids)
         if self.precision.residual_fp32:
@@ -363,7 +375,7 @@ class DecoderModel(nn.Module):
         ctx.attention_fp32 = self.precision.attention_fp32
         if self.precision.fixed_key_span:
             ctx.fix_key_span(rows)
-        for i, layer in enumerate(self.model.layers):
+        for i, layer in enumerate(self.model.layers[:num_layers]):
             x = layer(x, cos, sin, ctx, i)
         if cache is not None:
             cache.advance(rows.num_clean)
@@ -379,7 +391,7 @@ class DecoderModel(nn.Module):
         if not top or self.dtype == torch.float32:
             return self.lm_head(self.hidden_states(rows, cache)[:, logits_from:])
         hidden = self.hidden_states(rows, cache, out_dtype=torch.float32)[:, logits_from:]
-        return refined_logits(hidden, self.lm_head.weight, top)
+        return refined_logits(hidden, self.lm_head, self.dtype, top)
 
 
 def _weight_files(model_dir: Path) -> list[Path]:

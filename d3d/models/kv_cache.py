@@ -3,7 +3,8 @@
 One preallocated buffer per model holds keys and values for every layer and a batch of
 sequences, plus the position and validity of every cached column (left padding makes columns
 invalid). Only clean (committed or speculatively committed) tokens are ever written; block rows
-of a drafting pass are attended to but never cached. `crop` drops the tail after a rejection.
+of a drafting pass are attended to but never cached. `crop` drops the tail after a rejection;
+`keep_columns` keeps only the accepted path of a token tree, compacted to contiguous columns.
 
 The cache knows nothing about tokens, drafting or verification: it stores tensors by column.
 """
@@ -92,6 +93,19 @@ class KVCache:
         if not 0 <= length <= self.length:
             raise ValueError(f"cannot crop a cache of length {self.length} to {length}")
         self.length = length
+
+    def keep_columns(self, start: int, columns: list[int]) -> None:
+        """Keep, of the columns from `start` on, only start + columns[i] (ascending), moved to start + i;
+        forget the rest. After a token tree's pass this keeps the accepted path, contiguous. A
+        path that is already contiguous (0, 1, ..., m-1) is a plain crop, no copy."""
+        m = len(columns)
+        if columns != list(range(m)):
+            index = torch.tensor(columns, device=self.keys.device) + start
+            self.keys[:, :, :, start : start + m] = self.keys.index_select(3, index)
+            self.values[:, :, :, start : start + m] = self.values.index_select(3, index)
+            self.positions[:, start : start + m] = self.positions.index_select(1, index)
+            self.valid[:, start : start + m] = self.valid.index_select(1, index)
+        self.crop(start + m)
 
     def reset(self) -> None:
         self.length = 0
