@@ -10,10 +10,20 @@ returns at once (or raises `QueueFull` / `ShuttingDown`); the loop thread then, 
 and hands every job its events (`Tokens`, then `Done` or `Failed`) through the job's `deliver`
 callback, which must be thread-safe and must not block (the app passes
 `loop.call_soon_threadsafe`). A failing round fails the jobs that were in it and the loop
-continues with a fresh batch; a failing prefill fails only its job.
+continues with a fresh batch; a failing prefill fails only its job. If the loop cannot continue
+(a fresh decoder cannot be built, or the thread ends for any reason), it fails every running and
+waiting job and `submit` raises `ShuttingDown` from then on: nothing queues into a dead loop.
+
+A job whose client went away is cancelled (`Job.cancel`); a cancelled job that is still waiting
+no longer counts toward `max_queue`, and it is dropped before it is prefilled.
+
+A job may ask for selective prefill (`Job.prefill`): at admission, on this thread, the drafter's
+probe picks the prompt chunks the target reads (`prefill.reduce_for_target`), and the request
+decodes from that reduced prompt (drafter and target alike).
 
 Shutdown (`begin_drain`, then `close`): waiting jobs fail at once with a "shutting down" error,
-running jobs may finish for `drain_s` seconds, then the rest fail the same way.
+nothing is admitted from then on, running jobs may finish for `drain_s` seconds, then the rest
+fail the same way.
 
 This module knows nothing about HTTP, JSON or tokenizers.
 
@@ -37,6 +47,7 @@ import torch
 from d3d.errors import D3DError
 from d3d.inference.batch_engine import BatchDecoder, Sequence
 from d3d.inference.engine import GenerationConfig
+from d3d.inference.prefill import PrefillConfig, reduce_for_target
 from d3d.inference.stopping import StopChecker
 from d3d.serving.metrics import ServingMetrics
 
@@ -79,6 +90,7 @@ class Done:
     rounds: int  # verification rounds after the prefill
     tau: float  # mean tokens appended per round
     speculative: bool  # whether it was drafted for
+    prompt_read: int = 0  # prompt tokens the target read (fewer than prompt_tokens with selective prefill)
 
 
 @dataclass
@@ -93,6 +105,14 @@ Event = Tokens | Done | Failed
 
 
 @dataclass
+class PrefillRequest:
+    """Selective prefill for one job: the target reads about `keep` of the prompt."""
+
+    keep: float  # rho in (0, 1] (`prefill.parse_prefill_keep`)
+    protected: torch.Tensor  # [n] bool: prompt tokens always kept (`prompt_layout.protected_tokens`)
+
+
+@dataclass
 class Job:
     """One request as the engine sees it."""
 
@@ -104,6 +124,7 @@ class Job:
     submitted_s: float = field(default_factory=time.perf_counter)  # when it was submitted
     cancelled: bool = False  # set by `cancel` (client gone); the loop drops it at the next round
     first_token_s: float | None = None  # when its first token was delivered
+    prefill: PrefillRequest | None = None  # selective prefill; None: the target reads the whole prompt
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -122,6 +143,7 @@ class EngineLoop:
         self._jobs: dict[int, Job] = {}  # sequence id -> job, for the running batch
         self._cond = threading.Condition()
         self._draining = False
+        self._stopped: str | None = None  # why the loop can take no more jobs (it ended or cannot go on)
         self._drain_deadline = float("inf")
         self._thread = threading.Thread(target=self._run, name="d3d-engine", daemon=True)
 
@@ -135,6 +157,9 @@ class EngineLoop:
         with self._cond:
             if self._draining:
                 raise ShuttingDown("the server is shutting down")
+            if self._stopped is not None:
+                raise ShuttingDown(f"the engine is not running: {self._stopped}")
+            self._purge_cancelled()
             if len(self._waiting) >= self.config.max_queue:
                 self.metrics.record_outcome("rejected")
                 raise QueueFull(f"the queue is full ({self.config.max_queue} requests waiting)")
@@ -168,7 +193,9 @@ class EngineLoop:
 
     @property
     def queue_depth(self) -> int:
-        return len(self._waiting)
+        with self._cond:
+            self._purge_cancelled()
+            return len(self._waiting)
 
     @property
     def draining(self) -> bool:
@@ -176,8 +203,8 @@ class EngineLoop:
 
     @property
     def alive(self) -> bool:
-        """Whether the loop thread is running (False before `start` and after it ended)."""
-        return self._thread.is_alive()
+        """Whether the loop thread is running and can take jobs (False before `start` and after it ended)."""
+        return self._thread.is_alive() and self._stopped is None
 
     @property
     def device(self) -> torch.device:
@@ -186,36 +213,69 @@ class EngineLoop:
     # -- the loop thread --------------------------------------------------------------------
 
     def _run(self) -> None:
-        while True:
-            try:
-                if not self._step_loop():
-                    return
-            except Exception as exc:  # noqa: BLE001 - the loop thread must outlive any bug
-                self._log_exception(exc)
-                self._fail_running(f"internal error in the engine loop: {exc}", 500, release=False)
-                self.decoder = self.make_decoder()
+        reason = "the engine loop ended"
+        try:
+            while self._step_loop():
+                pass
+        except BaseException as exc:  # noqa: BLE001 - `_step_loop` could not recover: fail everyone, say why
+            self._log_exception(exc)
+            reason = f"the engine loop stopped after an internal error: {exc}"
+        finally:
+            self._halt(reason)
+
+    def _halt(self, reason: str) -> None:
+        """The loop cannot go on: refuse new jobs, fail every waiting and running one."""
+        with self._cond:
+            self._stopped = reason
+            waiting, self._waiting = list(self._waiting), deque()
+            self.metrics.queue.set(0)
+        self._fail_running(reason, 503, release=False)
+        for job in waiting:
+            self._fail(job, reason, 503)
+
+    def _recover(self, exc: Exception, message: str) -> None:
+        """After a crash in a round: fail its jobs and start over with a fresh decoder (raises if none can be built)."""
+        self._log_exception(exc)
+        self._fail_running(f"{message}: {exc}", 500, release=False)
+        self.decoder = self.make_decoder()
+
+    def _purge_cancelled(self) -> None:
+        """Drop waiting jobs whose client went away (call with the lock held)."""
+        if any(job.cancelled for job in self._waiting):
+            kept = deque(job for job in self._waiting if not job.cancelled)
+            for _ in range(len(self._waiting) - len(kept)):
+                self.metrics.record_outcome("cancelled")
+            self._waiting = kept
+            self.metrics.queue.set(len(kept))
 
     def _step_loop(self) -> bool:
         """Admit, drop, run one round; False when the loop should end."""
         admitted = self._next_jobs()
         if admitted is None:
             return False
-        for job in admitted:
-            self._admit(job)
-        self._drop_cancelled()
-        if self._draining and time.perf_counter() > self._drain_deadline:
-            self._fail_running("the server shut down before this request finished", 503)
-        if self.decoder.running:
-            self._round()
+        try:
+            for job in admitted:
+                self._admit(job)
+            self._drop_cancelled()
+            if self._draining and time.perf_counter() > self._drain_deadline:
+                self._fail_running("the server shut down before this request finished", 503)
+            if self.decoder.running:
+                self._round()
+        except Exception as exc:  # noqa: BLE001 - a bug outside a round: fail the batch, keep serving
+            self._recover(exc, "internal error in the engine loop")
         return True
 
     def _next_jobs(self) -> list[Job] | None:
         """Jobs to admit now (blocking while idle); None when the loop should end."""
         with self._cond:
+            self._purge_cancelled()
             while not self._waiting and not self.decoder.running:
                 if self._draining:
                     return None
                 self._cond.wait()
+                self._purge_cancelled()
+            if self._draining:
+                return []  # begin_drain failed the waiting jobs; nothing is admitted from now on
             room = self.config.max_batch - len(self.decoder.running)
             jobs = [self._waiting.popleft() for _ in range(min(room, len(self._waiting)))]
             self.metrics.queue.set(len(self._waiting))
@@ -225,8 +285,12 @@ class EngineLoop:
         if job.cancelled:
             self.metrics.record_outcome("cancelled")
             return
+        if self._draining:  # taken from the queue just before the drain began
+            self._fail(job, "the server is shutting down", 503)
+            return
         try:
-            seq = self.decoder.add(job.prompt, job.cfg, job.stop, job.speculate)
+            prompt = self._target_prompt(job)
+            seq = self.decoder.add(prompt, job.cfg, job.stop, job.speculate)
         except D3DError as err:
             self._fail(job, str(err), 400)
             return
@@ -242,6 +306,16 @@ class EngineLoop:
         self._emit(job, seq, seq.generated)
         self.metrics.running.set(len(self.decoder.running))
 
+    def _target_prompt(self, job: Job) -> torch.Tensor:
+        """The prompt [1, k] the target prefills: the job's own, or its selective-prefill reduction."""
+        if job.prefill is None:
+            return job.prompt
+        if self.decoder.drafter is None:
+            raise D3DError("selective prefill (d3d_prefill_keep) needs a drafter; this server has none")
+        reduced = reduce_for_target(self.decoder.drafter, job.prompt, job.prefill.protected,
+                                    PrefillConfig(keep=job.prefill.keep))
+        return reduced.target_ids
+
     def _drop_cancelled(self) -> None:
         for seq in self.decoder.running:
             if self._jobs[seq.ident].cancelled:
@@ -254,9 +328,7 @@ class EngineLoop:
         try:
             out, rnd = self.decoder.step()
         except Exception as exc:  # noqa: BLE001 - fail this batch, keep serving
-            self._log_exception(exc)
-            self._fail_running(f"internal error during decoding: {exc}", 500, release=False)
-            self.decoder = self.make_decoder()
+            self._recover(exc, "internal error during decoding")
             return
         self.metrics.record_round(rnd.appended)
         for seq, tokens in out:
@@ -273,8 +345,8 @@ class EngineLoop:
         if seq.finished:
             s = seq.stats
             self.metrics.record_outcome("finished")
-            job.deliver(Done(s.stop_reason or "max_new_tokens", seq.prompt_len, s.new_tokens, s.rounds, s.tau,
-                             seq.speculate))
+            job.deliver(Done(s.stop_reason or "max_new_tokens", job.prompt.shape[1], s.new_tokens, s.rounds, s.tau,
+                             seq.speculate, seq.prompt_len))
 
     def _fail_running(self, message: str, status: int, release: bool = True) -> None:
         """Fail every running job; `release` False after a crash (the decoder is then replaced)."""

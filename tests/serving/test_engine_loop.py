@@ -1,5 +1,7 @@
 """The engine loop without HTTP: events in order, a crashing round fails only its jobs, a bad
-prefill fails only its job, a full queue raises, draining fails waiting jobs."""
+prefill fails only its job, a full queue raises, draining fails waiting jobs and admits nothing,
+cancelled waiting jobs leave the queue, a loop that cannot go on fails everyone and refuses new
+jobs, and selective prefill shortens the prompt the target reads."""
 
 from __future__ import annotations
 
@@ -12,7 +14,11 @@ from d3d.inference.batch_engine import BatchDecoder
 from d3d.inference.engine import GenerationConfig
 from d3d.inference.stopping import StopChecker
 from d3d.models.decoder import load_decoder
-from d3d.serving.engine_loop import Done, EngineConfig, EngineLoop, Failed, Job, QueueFull, ShuttingDown, Tokens
+from d3d.models.drafter import Drafter
+from d3d.serving.engine_loop import (
+    Done, EngineConfig, EngineLoop, Failed, Job, PrefillRequest, QueueFull, ShuttingDown, Tokens,
+)
+from tests.helpers import MASK_ID
 
 
 class Sink:
@@ -89,3 +95,87 @@ def test_full_queue_and_draining(loop):
     assert isinstance(waiting.events[-1], Failed) and waiting.events[-1].status == 503
     with pytest.raises(ShuttingDown):
         loop.submit(job(Sink()))
+
+
+def test_cancelled_waiting_jobs_do_not_fill_the_queue(loop):
+    gone = job(Sink())
+    loop.submit(gone)  # not started: it waits, and fills the one-job queue
+    gone.cancel()
+    loop.submit(job(Sink()))  # no QueueFull: the cancelled job no longer counts
+    assert loop.queue_depth == 1
+    assert loop.metrics.requests.labels("cancelled")._value.get() == 1
+
+
+def test_a_loop_that_cannot_go_on_fails_everyone_and_refuses_new_jobs(tiny_llama_dir, monkeypatch):
+    target = load_decoder(tiny_llama_dir)
+    builds = {"n": 0}
+
+    def make_decoder() -> BatchDecoder:
+        builds["n"] += 1
+        if builds["n"] > 1:
+            raise RuntimeError("no memory for a fresh decoder")
+        return BatchDecoder(target, None, max_batch=1)
+
+    def broken_step(self):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(BatchDecoder, "step", broken_step)
+    engine = EngineLoop(make_decoder, EngineConfig(max_batch=1, max_queue=2))
+    running, waiting = Sink(), Sink()
+    engine.submit(job(running))
+    engine.submit(job(waiting))  # waits behind the running job (max batch 1)
+    engine.start()
+    assert running.done.wait(30) and waiting.done.wait(30)
+    assert isinstance(running.events[-1], Failed) and "boom" in running.events[-1].message
+    assert isinstance(waiting.events[-1], Failed) and waiting.events[-1].status == 503
+    assert "no memory" in waiting.events[-1].message
+    with pytest.raises(ShuttingDown, match="not running"):
+        engine.submit(job(Sink()))
+    assert not engine.alive
+    engine.close()
+
+
+def test_nothing_is_admitted_once_the_drain_began(tiny_llama_dir, monkeypatch):
+    """Both jobs leave the queue together; the drain begins while the first is prefilled: the second
+    must not join the batch."""
+    target = load_decoder(tiny_llama_dir)
+    entered, release = threading.Event(), threading.Event()
+    real_add = BatchDecoder.add
+
+    def slow_add(self, prompt, *args, **kw):
+        entered.set()
+        release.wait(30)
+        return real_add(self, prompt, *args, **kw)
+
+    monkeypatch.setattr(BatchDecoder, "add", slow_add)
+    engine = EngineLoop(lambda: BatchDecoder(target, None, max_batch=2), EngineConfig(max_batch=2, max_queue=2))
+    first, second = Sink(), Sink()
+    engine.submit(job(first))
+    engine.submit(job(second))
+    engine.start()
+    assert entered.wait(30)
+    engine.begin_drain()
+    release.set()
+    assert first.done.wait(30) and second.done.wait(30)
+    assert isinstance(second.events[-1], Failed) and second.events[-1].status == 503
+    assert second.tokens() == []
+    engine.close()
+
+
+def test_selective_prefill_reads_part_of_the_prompt(tiny_llama_dir):
+    target = load_decoder(tiny_llama_dir)
+    drafter = Drafter.from_base(tiny_llama_dir, [0, 1], 4, MASK_ID, "fp", target=target)
+    engine = EngineLoop(lambda: BatchDecoder(target, drafter, max_batch=2), EngineConfig(max_batch=2, max_queue=2))
+    engine.start()
+    full, reduced = Sink(), Sink()
+    protected = torch.zeros(64, dtype=torch.bool)
+    protected[-4:] = True  # the "instruction"
+    engine.submit(job(full, prompt_len=64))
+    engine.submit(Job(torch.arange(5, 69).view(1, -1), GenerationConfig(max_new_tokens=6), StopChecker(6), True, reduced,
+                      prefill=PrefillRequest(0.5, protected)))
+    assert full.done.wait(30) and reduced.done.wait(30)
+    done_full, done_reduced = full.events[-1], reduced.events[-1]
+    assert isinstance(done_reduced, Done) and done_reduced.prompt_tokens == 64
+    assert done_full.prompt_read == 64 and 4 <= done_reduced.prompt_read <= 32
+    assert len(reduced.tokens()) == 6
+    engine.close()
