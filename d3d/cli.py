@@ -113,6 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     gen = sub.add_parser("generate", help="answer one prompt, streaming, then print statistics")
+    # defaults spelled here to keep torch out of the parser; a test holds them equal to BenchConfig's
+    selectors = "probe, target-layers, lexical, last, random or target-layers+lexical"
+    p.add_argument("--prefill-select", default="probe", metavar="SELECTOR[,...]" if many else "SELECTOR",
+                   help=f"selective prefill: how prompt chunks are chosen: {selectors}"
+                        + (" (comma list: one mode sync@keepRHO@SELECTOR each, all in the same run)" if many else "")
+                        + "; random is seeded by --seed (docs/prefill.md)")
+    p.add_argument("--prefill-layers", default="3-7", metavar="LAYERS",
+                   help="selective prefill: the target layers whose attention the target-layers selectors read, e.g. 3-7 or 2,5")
     gen.add_argument("--prompt", required=True, help="the user message (the chat template is applied)")
     gen.add_argument("--mode", default="sync", choices=["ar", "sync", "async"],
                      help="ar = plain decoding; sync = speculative; async = speculative, drafting during verification")
@@ -122,6 +130,16 @@ def build_parser() -> argparse.ArgumentParser:
     gen.add_argument("--json", action="store_true", help="print the statistics as one JSON line at the end")
     _model_flags(gen)
     _sampling_flags(gen)
+def _prefill_selector(select: str, layers: str) -> tuple[str, tuple[int, ...]]:
+    """generate's one --prefill-select and its --prefill-layers, checked (D3DError)."""
+    from d3d.inference.selectors import parse_probe_layers, parse_selectors
+
+    names = parse_selectors(select)
+    if len(names) > 1:
+        raise D3DError(f"--prefill-select takes one selector for generate, got {select}")
+    return names[0], parse_probe_layers(layers)
+
+
     _async_flags(gen)
     _prefill_flags(gen, many=False)
     gen.set_defaults(func=cmd_generate)
@@ -206,7 +224,7 @@ def format_stats(stats) -> str:
         lines.append(f"rows verified per round (k; 1 = plain step) {ks}")
     if hasattr(stats, "select_s"):  # selective prefill
         lines.append(f"selective prefill: the target read {stats.prompt_tokens} of {stats.full_prompt_tokens} prompt tokens "
-                     f"(rho {stats.keep}) | selection {stats.select_s * 1e3:.0f} ms | TTFT {stats.ttft_s * 1e3:.0f} ms")
+                     f"(rho {stats.keep}, selector {stats.selector}) | selection {stats.select_s * 1e3:.0f} ms | TTFT {stats.ttft_s * 1e3:.0f} ms")
     if hasattr(stats, "hit_rate"):  # asynchronous decoding
         lines.append(
             f"async {stats.budget} (N_async {stats.n_async}, {stats.backend}) | hit rate {stats.hit_rate:.2f} "
@@ -243,8 +261,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.mode in ("sync", "async"):
         print(f"[d3d] {pipe.drafter.description}", file=sys.stderr)
     if keep is not None:
-        print(f"[d3d] selective prefill (rho {keep}): the answer follows the reduced prompt, not the full one", file=sys.stderr)
-    pipe.prefill_chunk_size = args.prefill_chunk
+        print(f"[d3d] selective prefill (rho {keep}, selector {select}): the answer follows the reduced prompt, not the full one", file=sys.stderr)
+    pipe.prefill_chunk_size, pipe.prefill_select, pipe.prefill_layers = args.prefill_chunk, select, layers
     pipe.draft_length = parse_draft_length(args.draft_length)
     stats = new_stats(args.mode) if keep is None else SelectiveStats(args.mode)
     streamer = TextStreamer(pipe.target.decode)
@@ -255,6 +273,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print(f"target {pipe.target.name} | dtype {str(pipe.target.dtype).removeprefix('torch.')} | device {pipe.target.device}")
     print(format_stats(stats))
     _save_timeline(stats, args.timeline)
+    select, layers = _prefill_selector(args.prefill_select, args.prefill_layers)
     result = {"stats": stats.as_dict()}
     if args.compare and args.mode != "ar":
         ar_tokens, ar_stats = pipe.generate(prompt_ids, "ar", cfg)

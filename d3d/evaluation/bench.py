@@ -16,8 +16,10 @@ With `sweep` (a list of budgets "C,F"), the async mode runs once per budget, as 
 against N_async = B((C-1)F+2), the paper's Figure 3).
 
 With `prefill_keep` (retentions rho), modes `sync@keepRHO` run sync after selective prefill
-(docs/prefill.md); they, and any scored suite (`longctx`), add score, ttft_speedup and
-decode_speedup per mode and a second table (`prefill_metrics.py`).
+(docs/prefill.md); with `prefill_select` naming several chunk selectors (or one that is not the
+default), one mode `sync@keepRHO@SELECTOR` per retention and selector. They, and any scored
+suite (`longctx`, `longctx2`), add score, ttft_speedup and decode_speedup per mode and a second
+table (`prefill_metrics.py`).
 
 For each prompt every mode runs back to back, the order rotated by one per prompt so that slow
 drift (thermal, other processes) spreads evenly over the modes. One untimed short generation per
@@ -74,8 +76,8 @@ from torch import Tensor
 
 from d3d.errors import D3DError
 from d3d.evaluation.prefill_metrics import (
-    add_scores, format_prefill_table, keep_mode, keep_runner, mode_keep, prefill_record, prefill_summary,
-    wants_prefill_summary,
+    add_scores, format_prefill_table, keep_modes, keep_runner, mode_keep, mode_selector, prefill_record,
+    prefill_summary, wants_prefill_summary,
 )
 from d3d.evaluation.agreement import AGREEMENT_RULE, agreement_summary, classify
 from d3d.evaluation.bench_results import ResultsFile, d3d_version, directory_digest, results_path_for
@@ -88,6 +90,7 @@ from d3d.inference.draft_length import parse_draft_length
 from d3d.inference.engine import DecodeStats, GenerationConfig
 from d3d.inference.pipeline import Pipeline, default_device, load_target, resolve_dtype
 from d3d.inference.prefill import PrefillConfig
+from d3d.inference.selectors import DEFAULT_PROBE_LAYERS_SPEC, DEFAULT_SELECTOR, parse_probe_layers, parse_selectors
 from d3d.inference.sampling import SamplingConfig
 from d3d.models.decoder import Precision
 
@@ -145,7 +148,7 @@ def base_mode(mode: str) -> str:
 def runner_for(mode: str) -> ModeRunner:
     """The runner of a mode name, budget-sweep and selective-prefill (sync@keepRHO) modes included."""
     if mode_keep(mode) is not None:
-        return keep_runner(mode_keep(mode))
+        return keep_runner(mode_keep(mode), mode_selector(mode))
     if base_mode(mode) == "async" and SWEEP_SEPARATOR in mode:
         budget = mode.split(SWEEP_SEPARATOR, 1)[1]
 
@@ -185,6 +188,8 @@ class BenchConfig:
     sweep: tuple[str, ...] = ()  # async budgets "C,F" to run one by one (replaces the single async mode)
     prefill_keep: tuple[float, ...] = ()  # selective prefill: one mode sync@keepRHO per retention (prefill_metrics.py)
     prefill_chunk: int = 32  # selective prefill: tokens per scored prompt chunk
+    prefill_select: str = DEFAULT_SELECTOR  # selective prefill: comma-separated chunk selectors, one mode each (selectors.py)
+    prefill_layers: str = DEFAULT_PROBE_LAYERS_SPEC  # selective prefill: the target-layers selectors' layers ("3-7")
     dtype: str | None = None  # "auto" (bfloat16 where the hardware has it; the CLI's default), "bfloat16",
     # "float16", "float32" or None (the library's default: float32 on a CPU, bfloat16 on CUDA)
     draft_length: str = "auto"  # rows verified per sync round: "auto" (chosen per round) or k
@@ -203,7 +208,7 @@ class BenchConfig:
                 modes += [f"async{SWEEP_SEPARATOR}{Budget.parse(b).coverage},{Budget.parse(b).fanout}" for b in self.sweep]
             else:
                 modes.append(mode)
-        modes += [keep_mode(k) for k in self.prefill_keep]
+        modes += keep_modes(self.prefill_keep, parse_selectors(self.prefill_select))
         return tuple(dict.fromkeys(modes))
 
     def generation(self) -> GenerationConfig:
@@ -231,9 +236,18 @@ class BenchConfig:
         resolve_dtype(self.dtype, torch.device("cpu"))
         for keep in self.prefill_keep:
             PrefillConfig(keep=keep, chunk_size=self.prefill_chunk).validate()
+        parse_selectors(self.prefill_select)
+        parse_probe_layers(self.prefill_layers)
         self.generation().validate()
         self.async_config().validate()
         _check_device(self.device)
+
+    def _unused_selector_keys(self) -> tuple[str, ...]:
+        """Selector settings that change nothing in this run (kept out of the results key, so that
+        runs of the default selector resume results files written before selectors existed)."""
+        selects = parse_selectors(self.prefill_select) if self.prefill_keep else ()
+        unused = ("prefill_select",) if selects in ((), (DEFAULT_SELECTOR,)) else ()
+        return unused + (() if any(s.startswith("target-layers") for s in selects) else ("prefill_layers",))
 
     def async_config(self) -> AsyncConfig:
         return AsyncConfig(budget=self.budget, backend=self.async_backend, draft_threads=self.draft_threads,
@@ -246,6 +260,7 @@ class BenchConfig:
         unused = (() if "async" in self.modes else ASYNC_KEYS + ("sweep",)) + (
             () if set(AR_DRAFTER_MODES) & set(self.modes) else AR_DRAFTER_KEYS)
         unused += () if self.prefill_keep else ("prefill_keep", "prefill_chunk")
+        unused += self._unused_selector_keys()
         for name in ("limit", "out", "fresh", "timeline") + unused:
             key.pop(name)
         key["modes"] = list(self.run_modes)
@@ -513,6 +528,7 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
     pipe = Pipeline(load_target(cfg.target, cfg.device, cfg.dtype), cfg.drafter, cfg.block_size, cfg.async_config(),
                     cfg.ar_drafter, cfg.ar_draft_tokens)
     pipe.prefill_chunk_size = cfg.prefill_chunk
+    pipe.prefill_layers = parse_probe_layers(cfg.prefill_layers)
     pipe.draft_length = parse_draft_length(cfg.draft_length)
     drafter = pipe.drafter.description if any(base_mode(m) in DRAFTER_MODES for m in cfg.run_modes) else None
     if any(m in AR_DRAFTER_MODES for m in cfg.run_modes):

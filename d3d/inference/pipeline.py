@@ -41,7 +41,8 @@ from d3d.inference.engine import (
     speculative_decode,
 )
 from d3d.inference.prefill import DEFAULT_CHUNK_SIZE, PrefillConfig, SelectiveStats, selective_decode
-from d3d.inference.prompt_layout import ChatFrame, chat_frame, protected_tokens
+from d3d.inference.prompt_layout import ChatFrame, chat_frame, protected_tokens, stopword_ids
+from d3d.inference.selectors import DEFAULT_PROBE_LAYERS, DEFAULT_SELECTOR
 from d3d.inference.stopping import StopChecker
 from d3d.models import hub
 from d3d.models.decoder import DecoderModel, Precision, load_decoder
@@ -143,6 +144,11 @@ class Target:
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=True)
+    @cached_property
+    def stopword_ids(self) -> frozenset[int]:
+        """Token ids the lexical prefill selector ignores (`prompt_layout.stopword_ids`)."""
+        return stopword_ids(self.tokenizer)
+
 
     def stop_checker(self, cfg: GenerationConfig) -> StopChecker:
         return StopChecker(cfg.max_new_tokens, self.eos_token_ids, cfg.stop_strings, self.decode)
@@ -252,6 +258,8 @@ class Pipeline:
         return cls(load_target(target, device, dtype), drafter, block_size, async_config)
 
     @cached_property
+        self.prefill_select = DEFAULT_SELECTOR  # selective prefill: how chunks are scored (selectors.py)
+        self.prefill_layers = DEFAULT_PROBE_LAYERS  # selective prefill: the target-layers selector's layers
     def drafter(self) -> DrafterChoice:
         choice = load_drafter(self.target, self.drafter_spec, self.block_size)
         if choice.block_size_override:
@@ -304,15 +312,16 @@ class Pipeline:
             self.async_runner.close()
 
     def stream(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig, stats: DecodeStats,
-               prefill_keep: float | None = None) -> Iterator[list[int]]:
+               prefill_keep: float | None = None, prefill_select: str | None = None) -> Iterator[list[int]]:
         """Token chunks for prompt_ids [1, n] in `mode` ("ar", "sync" or "async"; async fills an
         `AsyncDecodeStats`, see `new_stats`). `prefill_keep` (rho in (0, 1], sync only) turns on
         selective prefill: the target reads about rho of the prompt, so the output may differ
-        from full-prompt decoding; pass a `SelectiveStats` to get its fields."""
+        from full-prompt decoding; pass a `SelectiveStats` to get its fields. `prefill_select`
+        names the chunk selector (None: `self.prefill_select`)."""
         cfg.validate()
         stop = self.target.stop_checker(cfg)
         if prefill_keep is not None:
-            return self._selective(prompt_ids, mode, cfg, stop, stats, prefill_keep)
+            return self._selective(prompt_ids, mode, cfg, stop, stats, prefill_keep, prefill_select or self.prefill_select)
         if mode == "ar" and self.target.model is None:
             return self._transformers_ar(prompt_ids, cfg, stats)
         if mode == "ar":
@@ -334,11 +343,13 @@ class Pipeline:
         raise D3DError(f"unknown mode '{mode}' (choose from {', '.join(NATIVE_MODES)})")
 
     def _selective(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig, stop: StopChecker,
-                   stats: DecodeStats, keep: float) -> Iterator[list[int]]:
-        """Selective prefill (`prefill.py`) with the template scaffolding and final instruction protected."""
+                   stats: DecodeStats, keep: float, select: str) -> Iterator[list[int]]:
+        """Selective prefill (`prefill.py`) with the template scaffolding and final instruction protected;
+        the random selector is seeded by the generation's seed."""
         if mode != "sync":
             raise D3DError(f"selective prefill runs with mode sync, not '{mode}'")
-        prefill = PrefillConfig(keep=keep, chunk_size=self.prefill_chunk_size)
+        prefill = PrefillConfig(keep=keep, chunk_size=self.prefill_chunk_size, select=select, seed=cfg.seed,
+                                layers=tuple(self.prefill_layers), stop_ids=self.target.stopword_ids)
         prefill.validate()
         protected = protected_tokens(self.target.tokenizer, prompt_ids[0].cpu(), self.target.chat_frame)
         target = self.target.native("selective prefill")
@@ -352,9 +363,9 @@ class Pipeline:
         yield tokens
 
     def generate(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig,
-                 prefill_keep: float | None = None) -> tuple[list[int], DecodeStats]:
+                 prefill_keep: float | None = None, prefill_select: str | None = None) -> tuple[list[int], DecodeStats]:
         stats = new_stats(mode) if prefill_keep is None else SelectiveStats(mode)
-        tokens = [t for chunk in self.stream(prompt_ids, mode, cfg, stats, prefill_keep) for t in chunk]
+        tokens = [t for chunk in self.stream(prompt_ids, mode, cfg, stats, prefill_keep, prefill_select) for t in chunk]
         return tokens, stats
 
 

@@ -15,7 +15,9 @@ probe says (`protected_tokens`):
 Only the rest of the user message (the documents, the context) is cut into chunks and scored.
 Head and tail come from the template itself (`chat_frame`: the same messages rendered with two
 different final contents; what the two share at each end is scaffolding), so this works for any
-template, not only ChatML. This module knows tokenizers and nothing about models.
+template, not only ChatML. `stopword_ids` gives the token ids of common English function words
+and punctuation, which the lexical selector ignores. This module knows tokenizers and nothing
+about models.
 
     frame = chat_frame(tokenizer)
     protected = protected_tokens(tokenizer, prompt_ids[0], frame)   # [L] bool
@@ -30,6 +32,14 @@ from torch import Tensor
 
 DEFAULT_INSTRUCTION_TOKENS = 256  # at most this many final tokens of the user message count as the instruction
 PROBE_CONTENTS = ("0", "1")  # two one-token user messages that differ only in their content
+STOPWORDS = (  # English function words, question words and instruction words that say nothing about where an answer is
+    "a an the and or but if of to in on at by for with from as into about above below over under than then "
+    "is are was were be been being am do does did done have has had it its this that these those there here "
+    "what which who whom whose when where why how all any some no not only just also very can could will would "
+    "should may might must shall i you he she we they me him her us them my your our their "
+    "answer question number one sentence according"
+).split()
+PUNCTUATION = tuple(".,;:!?'\"()[]{}-_/\\*#`")  # single characters that are tokens of their own
 
 
 @dataclass(frozen=True)
@@ -100,3 +110,15 @@ def protected_tokens(
     content = ids[head : len(ids) - tail]
     protected[head + instruction_start(tokenizer, content, max_instruction_tokens) : len(ids) - tail] = True
     return protected
+
+
+def stopword_ids(tokenizer) -> frozenset[int]:
+    """Ids of tokens that spell a stopword (any case, with or without a leading space) or a
+    punctuation mark as one whole token; words the tokenizer splits are left out."""
+    ids = set()
+    for word in (*STOPWORDS, *PUNCTUATION):
+        for spelling in {word, word.capitalize(), " " + word, " " + word.capitalize()}:
+            pieces = tokenizer.encode(spelling, add_special_tokens=False)
+            if len(pieces) == 1:
+                ids.add(pieces[0])
+    return frozenset(ids)

@@ -132,7 +132,7 @@ def test_reduced_prefill_equals_plain_decoding_of_the_kept_tokens(models):
     got, stats = run(selective_decode, target, drafter, prompt, protected, prefill)
     assert got == want
     assert stats.prompt_tokens == reduced.shape[1] and stats.full_prompt_tokens == 60
-    assert 0 < stats.select_s <= stats.total_s and stats.ttft_s == stats.select_s + stats.prefill_s
+    assert 0 < stats.select_s and stats.select_s + stats.prefill_s <= stats.ttft_s <= stats.total_s  # spans
 
 
 def test_keep_one_is_full_prompt_speculative_decoding(models):
