@@ -99,6 +99,14 @@ def _prefill_flags(p: argparse.ArgumentParser, many: bool) -> None:
                        help="selective prefill (sync only): the target reads about RHO in (0, 1] of the prompt, chosen by "
                             "the drafter; the output may differ from full-prompt decoding (docs/prefill.md)")
     p.add_argument("--prefill-chunk", type=int, default=32, help="selective prefill: tokens per scored prompt chunk")
+    # defaults spelled here to keep torch out of the parser; a test holds them equal to BenchConfig's
+    selectors = "probe, target-layers, lexical, last, random or target-layers+lexical"
+    p.add_argument("--prefill-select", default="probe", metavar="SELECTOR[,...]" if many else "SELECTOR",
+                   help=f"selective prefill: how prompt chunks are chosen: {selectors}"
+                        + (" (comma list: one mode sync@keepRHO@SELECTOR each, all in the same run)" if many else "")
+                        + "; random is seeded by --seed (docs/prefill.md)")
+    p.add_argument("--prefill-layers", default="3-7", metavar="LAYERS",
+                   help="selective prefill: the target layers whose attention the target-layers selectors read, e.g. 3-7 or 2,5")
 
 
 def _prefill_keeps(value: str | None) -> tuple[float, ...]:
@@ -108,28 +116,6 @@ def _prefill_keeps(value: str | None) -> tuple[float, ...]:
     return tuple(parse_prefill_keep(x.strip()) for x in (value or "").split(",") if x.strip())
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="d3d", description="Lossless speculative decoding with a block-diffusion drafter.")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    gen = sub.add_parser("generate", help="answer one prompt, streaming, then print statistics")
-    # defaults spelled here to keep torch out of the parser; a test holds them equal to BenchConfig's
-    selectors = "probe, target-layers, lexical, last, random or target-layers+lexical"
-    p.add_argument("--prefill-select", default="probe", metavar="SELECTOR[,...]" if many else "SELECTOR",
-                   help=f"selective prefill: how prompt chunks are chosen: {selectors}"
-                        + (" (comma list: one mode sync@keepRHO@SELECTOR each, all in the same run)" if many else "")
-                        + "; random is seeded by --seed (docs/prefill.md)")
-    p.add_argument("--prefill-layers", default="3-7", metavar="LAYERS",
-                   help="selective prefill: the target layers whose attention the target-layers selectors read, e.g. 3-7 or 2,5")
-    gen.add_argument("--prompt", required=True, help="the user message (the chat template is applied)")
-    gen.add_argument("--mode", default="sync", choices=["ar", "sync", "async"],
-                     help="ar = plain decoding; sync = speculative; async = speculative, drafting during verification")
-    gen.add_argument("--max-new-tokens", type=int, default=256, help="generation budget")
-    gen.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
-    gen.add_argument("--compare", action="store_true", help="also run plain decoding and print the speedup")
-    gen.add_argument("--json", action="store_true", help="print the statistics as one JSON line at the end")
-    _model_flags(gen)
-    _sampling_flags(gen)
 def _prefill_selector(select: str, layers: str) -> tuple[str, tuple[int, ...]]:
     """generate's one --prefill-select and its --prefill-layers, checked (D3DError)."""
     from d3d.inference.selectors import parse_probe_layers, parse_selectors
@@ -140,6 +126,20 @@ def _prefill_selector(select: str, layers: str) -> tuple[str, tuple[int, ...]]:
     return names[0], parse_probe_layers(layers)
 
 
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="d3d", description="Lossless speculative decoding with a block-diffusion drafter.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    gen = sub.add_parser("generate", help="answer one prompt, streaming, then print statistics")
+    gen.add_argument("--prompt", required=True, help="the user message (the chat template is applied)")
+    gen.add_argument("--mode", default="sync", choices=["ar", "sync", "async"],
+                     help="ar = plain decoding; sync = speculative; async = speculative, drafting during verification")
+    gen.add_argument("--max-new-tokens", type=int, default=256, help="generation budget")
+    gen.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    gen.add_argument("--compare", action="store_true", help="also run plain decoding and print the speedup")
+    gen.add_argument("--json", action="store_true", help="print the statistics as one JSON line at the end")
+    _model_flags(gen)
+    _sampling_flags(gen)
     _async_flags(gen)
     _prefill_flags(gen, many=False)
     gen.set_defaults(func=cmd_generate)
@@ -255,6 +255,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise D3DError(f"--prefill-keep runs with --mode sync, not {args.mode}")
     if args.prefill_chunk < 1:
         raise D3DError(f"--prefill-chunk must be at least 1, got {args.prefill_chunk}")
+    select, layers = _prefill_selector(args.prefill_select, args.prefill_layers)
     pipe = Pipeline.load(target=args.target, drafter=args.drafter, block_size=args.block_size, device=args.device,
                          async_config=_async_config(args), dtype=args.dtype)
     prompt_ids = pipe.target.encode_chat(args.prompt)
@@ -273,7 +274,6 @@ def cmd_generate(args: argparse.Namespace) -> int:
     print(f"target {pipe.target.name} | dtype {str(pipe.target.dtype).removeprefix('torch.')} | device {pipe.target.device}")
     print(format_stats(stats))
     _save_timeline(stats, args.timeline)
-    select, layers = _prefill_selector(args.prefill_select, args.prefill_layers)
     result = {"stats": stats.as_dict()}
     if args.compare and args.mode != "ar":
         ar_tokens, ar_stats = pipe.generate(prompt_ids, "ar", cfg)

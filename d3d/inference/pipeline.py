@@ -142,13 +142,13 @@ class Target:
         """The chat template's scaffolding around one user turn (selective prefill always keeps it)."""
         return chat_frame(self.tokenizer)
 
-    def decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
     @cached_property
     def stopword_ids(self) -> frozenset[int]:
         """Token ids the lexical prefill selector ignores (`prompt_layout.stopword_ids`)."""
         return stopword_ids(self.tokenizer)
 
+    def decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
 
     def stop_checker(self, cfg: GenerationConfig) -> StopChecker:
         return StopChecker(cfg.max_new_tokens, self.eos_token_ids, cfg.stop_strings, self.decode)
@@ -249,6 +249,8 @@ class Pipeline:
             raise D3DError(f"AR draft tokens must be at least 1, got {ar_draft_tokens}")
         self.ar_draft_tokens = ar_draft_tokens
         self.prefill_chunk_size = DEFAULT_CHUNK_SIZE  # selective prefill: tokens per scored chunk
+        self.prefill_select = DEFAULT_SELECTOR  # selective prefill: how chunks are scored (selectors.py)
+        self.prefill_layers = DEFAULT_PROBE_LAYERS  # selective prefill: the target-layers selector's layers
         self.draft_length: int | None = None  # rows verified per round (None: chosen per round, `draft_length.py`)
 
     @classmethod
@@ -258,8 +260,6 @@ class Pipeline:
         return cls(load_target(target, device, dtype), drafter, block_size, async_config)
 
     @cached_property
-        self.prefill_select = DEFAULT_SELECTOR  # selective prefill: how chunks are scored (selectors.py)
-        self.prefill_layers = DEFAULT_PROBE_LAYERS  # selective prefill: the target-layers selector's layers
     def drafter(self) -> DrafterChoice:
         choice = load_drafter(self.target, self.drafter_spec, self.block_size)
         if choice.block_size_override:
