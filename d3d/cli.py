@@ -10,6 +10,7 @@
     d3d prune --drafter runs/drafter/drafter --select-dev dev2.jsonl --min-layers 2
     d3d draft-vocab --drafter runs/prune/drafter --data data/train.jsonl --size 8192 --out runs/shipped
     d3d eval-drafter --drafter runs/drafter/drafter --data data/dev.jsonl --save
+    d3d export --format vllm --drafter runs/causal/drafter --out exports/causal
     d3d serve --dtype bfloat16 --max-batch 8 --max-queue 64
     d3d loadtest --dtype bfloat16 --concurrency 1,2,4,8
 
@@ -28,6 +29,7 @@ from collections.abc import Callable, Iterable
 from d3d.errors import D3DError
 from d3d.evaluation.eval_drafter import add_eval_drafter_parser
 from d3d.training.data_cli import add_data_parser
+from d3d.training.export_cli import add_export_parser
 from d3d.serving.serve_cli import add_serve_parser
 from d3d.training.prune_cli import add_prune_parser
 from d3d.training.train_cli import add_plot_parser, add_train_parser
@@ -177,6 +179,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_prune_parser(sub)
     add_serve_parser(sub)
     add_eval_drafter_parser(sub)
+    add_export_parser(sub)
 
     vocab = sub.add_parser("draft-vocab", help="copy a drafter with a frequency-ranked drafting vocabulary (faster drafting)")
     vocab.add_argument("--drafter", required=True, help="drafter directory")

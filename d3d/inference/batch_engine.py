@@ -61,7 +61,7 @@ from d3d.inference.stopping import StopChecker
 from d3d.inference.verify import verify
 from d3d.models.attention import Rows
 from d3d.models.decoder import DecoderModel
-from d3d.models.drafter import Drafter
+from d3d.models.drafter import Drafter, predicting_rows
 from d3d.models.ragged_cache import RaggedKVCache, new_ragged_cache
 
 
@@ -164,11 +164,11 @@ def batched_block_logits(drafter: Drafter, cache: RaggedKVCache, new_tokens: lis
     blocks = torch.full((len(new_tokens), 1, bs), drafter.config.mask_token_id, dtype=torch.long, device=dev)
     blocks[:, 0, 0] = torch.tensor([t[-1] for t in new_tokens], device=dev)
     anchors = torch.tensor(anchor_pos, device=dev).view(-1, 1)
-    rows = Rows.with_blocks(Rows.clean(ids, starts, valid), blocks, anchors)
+    rows = Rows.with_blocks(Rows.clean(ids, starts, valid), blocks, anchors, drafter.config.causal_blocks)
     new_lengths = [length + len(t) for length, t in zip(cache.lengths, new_tokens)]
     hidden = drafter.model.hidden_states(rows, cache)[:, rows.num_clean :]  # [b, B, hidden]
     cache.set_lengths(new_lengths)
-    return drafter.project(hidden[:, 1:])
+    return drafter.project(predicting_rows(hidden, drafter.config.labels))  # the drafter's label convention
 
 
 def verify_logits(target: DecoderModel, cache: RaggedKVCache, blocks: list[list[int]], anchor_pos: list[int]) -> Tensor:

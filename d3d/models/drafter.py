@@ -7,7 +7,11 @@ logits for the B-1 drafted tokens at anchor_pos + 1 .. anchor_pos + B-1. Which b
 drafted token j is the drafter's label convention (`DrafterConfig.labels`): row j under
 "same-position" (DFlash's and the D3D paper's convention), row j-1 under "next-token" (the anchor
 row predicts the first drafted token, as a pretrained LM head does; the last mask row is context
-only). Training (`d3d.training.packing`) and every inference path read the convention from here.
+only). How block rows attend to each other is its block attention (`DrafterConfig.block_attention`):
+"bidirectional" (the paper's: every row of a block sees the whole block) or "causal" (a row sees the
+block's rows up to itself, so a block pass is a plain causal pass over prefix + anchor + masks, the
+form vLLM's parallel drafting runs; `d3d.training.export`). Training (`d3d.training.packing`,
+`d3d.training.losses`) and every inference path read both settings from here.
 
 On disk (`save_pretrained`): `drafter_config.json` (this module's `DrafterConfig` plus the base
 model's transformers config) and `model.safetensors` with the drafter's own weights. When the
@@ -39,6 +43,7 @@ FORMAT_VERSION = 1
 SHARED_KEYS = ("model.embed_tokens.weight", "lm_head.weight")
 DRAFT_VOCAB_KEY = "draft_vocab_ids"  # optional int64 tensor in the weights file: the drafting vocabulary
 LABEL_CONVENTIONS = ("same-position", "next-token")  # which block row predicts drafted token j: row j, or row j-1
+BLOCK_ATTENTION = ("bidirectional", "causal")  # block rows see their whole block, or its rows up to themselves
 
 
 @dataclass
@@ -59,6 +64,7 @@ class DrafterConfig:
     draft_vocab_size: int = 0  # tokens the drafter may propose (0 = the whole vocabulary); see set_draft_vocab
     draft_vocab: dict = field(default_factory=dict)  # how the drafting vocabulary was chosen (`d3d draft-vocab`)
     labels: str = "same-position"  # label convention (LABEL_CONVENTIONS); drafters saved before it existed are same-position
+    block_attention: str = "bidirectional"  # BLOCK_ATTENTION; drafters saved before it existed are bidirectional
     format_version: int = FORMAT_VERSION
 
     def recorded_tau(self) -> float | None:
@@ -80,6 +86,12 @@ class DrafterConfig:
             raise D3DError(f"unknown drafter objective '{self.objective}' (diffusion or ar)")
         if self.labels not in LABEL_CONVENTIONS:
             raise D3DError(f"unknown label convention '{self.labels}' ({' or '.join(LABEL_CONVENTIONS)})")
+        causal_blocks(self.block_attention)  # a D3DError for an unknown value
+
+    @property
+    def causal_blocks(self) -> bool:
+        """True when block rows attend causally among themselves (`block_attention` "causal")."""
+        return causal_blocks(self.block_attention)
 
 
 class Drafter(torch.nn.Module):
@@ -118,6 +130,7 @@ class Drafter(torch.nn.Module):
         dtype: torch.dtype = torch.float32,
         device: str | torch.device = "cpu",
         labels: str = "same-position",
+        block_attention: str = "bidirectional",
     ) -> Drafter:
         """Initialise from a pretrained causal LM, keeping `layers`; share the target's embeddings if given."""
         cfg = AutoConfig.from_pretrained(base_dir)
@@ -129,6 +142,7 @@ class Drafter(torch.nn.Module):
             base_model=base_name or str(base_dir), layers=list(layers), block_size=block_size,
             mask_token_id=mask_token_id, shared_embeddings=target is not None,
             vocab_size=body.spec.vocab_size, tokenizer_fingerprint=tokenizer_fingerprint, labels=labels,
+            block_attention=block_attention,
         )
         drafter = cls(body, config)
         if target is not None:
@@ -231,7 +245,8 @@ class Drafter(torch.nn.Module):
 
         clean: [1, n] tokens fed as clean rows at positions cache.length.. and cached (n may be 0).
         anchors: [k] anchor tokens; anchor_pos: [k] their positions. Block i sees the clean keys at
-        positions < anchor_pos[i] (cached or fed in this pass) and its own rows, nothing else, so
+        positions < anchor_pos[i] (cached or fed in this pass) and its own rows (those up to each
+        row under causal block attention), nothing else, so
         one pass drafts any set of blocks whose prefixes are prefixes of the clean sequence: the
         one block of synchronous drafting, or every successor branch of asynchronous drafting.
         Only the B-1 predicting rows of each block go through the LM head.
@@ -243,7 +258,8 @@ class Drafter(torch.nn.Module):
         k, bs = anchors.shape[0], self.block_size
         blocks = torch.full((1, k, bs), self.config.mask_token_id, dtype=clean.dtype, device=clean.device)
         blocks[0, :, 0] = anchors
-        rows = Rows.with_blocks(Rows.clean(clean, cache.length), blocks, anchor_pos.view(1, k))
+        clean_rows = Rows.clean(clean, cache.length)
+        rows = Rows.with_blocks(clean_rows, blocks, anchor_pos.view(1, k), self.config.causal_blocks)
         hidden = self.model.hidden_states(rows, cache)[0, rows.num_clean :]  # [k*B, hidden]
         return predicting_rows(hidden.view(k, bs, -1), self.config.labels)
 
@@ -253,6 +269,13 @@ def label_offset(labels: str) -> int:
     if labels not in LABEL_CONVENTIONS:
         raise D3DError(f"unknown label convention '{labels}' ({' or '.join(LABEL_CONVENTIONS)})")
     return LABEL_CONVENTIONS.index(labels)
+
+
+def causal_blocks(block_attention: str) -> bool:
+    """Whether block rows attend causally among themselves under `block_attention` (BLOCK_ATTENTION)."""
+    if block_attention not in BLOCK_ATTENTION:
+        raise D3DError(f"unknown block attention '{block_attention}' ({' or '.join(BLOCK_ATTENTION)})")
+    return block_attention == "causal"
 
 
 def predicting_rows(block: Tensor, labels: str) -> Tensor:

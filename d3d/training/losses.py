@@ -49,7 +49,7 @@ from torch import Tensor
 from torch.utils.checkpoint import checkpoint
 
 from d3d.models.decoder import DecoderModel
-from d3d.models.drafter import label_offset
+from d3d.models.drafter import causal_blocks, label_offset
 from d3d.training.packing import IGNORE, PackedBatch
 
 GAMMA_AT_16 = 7.0  # the paper's decay at B = 16 (from DFlash); scaled linearly with B
@@ -64,6 +64,7 @@ class LossConfig:
     diffusion_weight: float = 1.0  # weight of L_diff; 0 = an AR drafter (L_diff computed detached, for logging)
     kd_delta: float = 0.01  # margin delta of the adjusted teacher (distillation only)
     labels: str = "same-position"  # label convention of the block rows (sets which row gets which weight)
+    block_attention: str = "bidirectional"  # how block rows see each other (`d3d.models.drafter.BLOCK_ATTENTION`)
 
     @property
     def decay(self) -> float:
@@ -134,7 +135,7 @@ def drafter_losses(
     With a `teacher` (a frozen drafter of the same vocabulary), L_KL is added to the total. With
     `vocab`, every projection runs over the drafting vocabulary only (labels outside it dropped).
     """
-    rows = batch.rows()
+    rows = batch.rows(causal_blocks(cfg.block_attention))
     hidden = model.hidden_states(rows)  # [b, n, hidden]
     num_clean = batch.input_ids.shape[1]
     b, k, bs = batch.block_labels.shape

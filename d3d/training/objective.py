@@ -55,18 +55,19 @@ def build_drafter_body(cfg: TrainConfig, facts: ModelFacts) -> DecoderModel:
     if facts.init_drafter is not None:
         model, _ = load_drafter_body(facts.init_dir, facts.layers, torch.float32, "cpu")
         if facts.init_drafter.shared_embeddings:
-            _load_target_embeddings(model, facts.target_dir)
+            load_target_embeddings(model, facts.target_dir)
     else:
         model = load_decoder(facts.init_dir, facts.layers, torch.float32, "cpu", facts.init_config)
     if cfg.freeze_embeddings:
         if facts.init_dir != facts.target_dir and facts.init_drafter is None:
-            _load_target_embeddings(model, facts.target_dir)
+            load_target_embeddings(model, facts.target_dir)
         model.model.embed_tokens.weight.requires_grad_(False)
         model.lm_head.weight.requires_grad_(False)
     return model.train()
 
 
-def _load_target_embeddings(model: DecoderModel, target_dir: Path) -> None:
+def load_target_embeddings(model: DecoderModel, target_dir: Path) -> None:
+    """Give `model` the embeddings and LM head stored in the target's safetensors (float32; tied if the target ties)."""
     from safetensors import safe_open
 
     found: dict[str, Tensor] = {}
@@ -90,7 +91,7 @@ def load_teacher(cfg: TrainConfig, facts: ModelFacts) -> DecoderModel | None:
     if config.vocab_size != facts.vocab_size or config.block_size != cfg.block_size:
         raise D3DError(f"teacher {cfg.teacher} differs from the run in vocabulary or block size")
     if config.shared_embeddings:
-        _load_target_embeddings(body, facts.target_dir)
+        load_target_embeddings(body, facts.target_dir)
     return body.requires_grad_(False).eval()
 
 
@@ -109,6 +110,7 @@ def drafter_from_state(
         mask_token_id=facts.mask_token_id, shared_embeddings=cfg.freeze_embeddings, vocab_size=facts.vocab_size,
         tokenizer_fingerprint=facts.fingerprint, trained=True,
         objective="ar" if cfg.diffusion_weight == 0 and cfg.teacher is None else "diffusion", labels=facts.labels,
+        block_attention=facts.block_attention,
     )
     drafter = Drafter(body, config)
     if cfg.freeze_embeddings and target is not None:

@@ -3,7 +3,8 @@
 One packed example per (prompt, response): the clean rows `prompt + response` (causal; they carry
 the AR loss) followed by K blocks, one per anchor, each `[anchor, M x (B-1)]`. The mask is
 `Rows.with_blocks`' rule: block k sees clean keys at positions strictly before its anchor, plus its
-own block, so anchors closer than B apart never leak later context into an earlier block.
+own block (its rows up to each row under causal block attention), so anchors closer than B apart
+never leak later context into an earlier block.
 
 Index conventions. Code is 0-based, the paper 1-based. With P prompt and T response tokens:
 
@@ -321,9 +322,11 @@ class PackedBatch:
     anchor_pos: Tensor  # [b, k] anchor positions (0 for padding blocks)
     block_labels: Tensor  # [b, k, B] IGNORE where there is no diffusion loss
 
-    def rows(self) -> Rows:
-        """The query rows of the packed pass: clean rows (causal, padded) then every block."""
-        return Rows.with_blocks(Rows.clean(self.input_ids, 0, valid=self.valid), self.blocks, self.anchor_pos)
+    def rows(self, causal_blocks: bool = False) -> Rows:
+        """The query rows of the packed pass: clean rows (causal, padded) then every block
+        (bidirectional, or causal among a block's rows with `causal_blocks`)."""
+        clean = Rows.clean(self.input_ids, 0, valid=self.valid)
+        return Rows.with_blocks(clean, self.blocks, self.anchor_pos, causal_blocks)
 
     @property
     def num_examples(self) -> int:

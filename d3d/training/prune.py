@@ -162,7 +162,7 @@ class Pruner:
         self.packing = PackingConfig(self.drafter_cfg.block_size, self.train_cfg.num_anchors, self.facts.mask_token_id,
                                      labels)
         self.loss = LossConfig(self.drafter_cfg.block_size, self.train_cfg.lambda_ar, self.train_cfg.gamma,
-                               labels=labels)
+                               labels=labels, block_attention=self.drafter_cfg.block_attention)
 
     # -- setup ------------------------------------------------------------------------------
 

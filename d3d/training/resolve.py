@@ -1,8 +1,8 @@
 """What a training run resolves before its first step: the target and init models, the layers, [M],
-the label convention, end-of-sequence ids, and the training and dev rows.
+the label convention and block attention, end-of-sequence ids, and the training and dev rows.
 
 A saved drafter as `init` (pruning recovery) is checked against the target: vocabulary, tokenizer,
-block size, mask token and label convention must match. This module builds no model.
+block size, mask token, label convention and block attention must match. This module builds no model.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from d3d.errors import D3DError
 from d3d.models import hub
 from d3d.models.drafter import DrafterConfig, is_drafter_dir, read_drafter_config
 from d3d.training.packing import Example, data_files, load_examples, read_meta
-from d3d.training.train_config import DEFAULT_LABELS, TrainConfig
+from d3d.training.train_config import DEFAULT_BLOCK_ATTENTION, DEFAULT_LABELS, TrainConfig
 
 
 @dataclass
@@ -32,6 +32,7 @@ class ModelFacts:
     eos_ids: tuple[int, ...]  # end-of-sequence ids (for validation decoding)
     init_drafter: DrafterConfig | None = None  # set when `init` is a saved drafter
     labels: str = DEFAULT_LABELS  # label convention of the block rows
+    block_attention: str = DEFAULT_BLOCK_ATTENTION  # how a block's rows see each other (bidirectional or causal)
 
 
 def resolve_models(cfg: TrainConfig) -> ModelFacts:
@@ -56,6 +57,7 @@ def resolve_models(cfg: TrainConfig) -> ModelFacts:
         layers=_drafter_layers(cfg, init_cfg.num_hidden_layers), vocab_size=target_cfg.vocab_size,
         mask_token_id=_mask_token_id(cfg, tokenizer, target_cfg.vocab_size), fingerprint=fingerprint,
         eos_ids=hub.eos_token_ids(target_dir, tokenizer, target_cfg), labels=cfg.labels or DEFAULT_LABELS,
+        block_attention=cfg.block_attention or DEFAULT_BLOCK_ATTENTION,
     )
 
 
@@ -82,10 +84,14 @@ def _resolve_drafter_init(cfg: TrainConfig, target_dir: Path) -> ModelFacts:
         raise D3DError(f"drafter {cfg.init} uses mask token {drafter_cfg.mask_token_id}, not {mask}")
     if cfg.labels is not None and cfg.labels != drafter_cfg.labels:
         raise D3DError(f"drafter {cfg.init} was trained with {drafter_cfg.labels} labels, not {cfg.labels}")
+    if cfg.block_attention is not None and cfg.block_attention != drafter_cfg.block_attention:
+        raise D3DError(f"drafter {cfg.init} was trained with {drafter_cfg.block_attention} block attention, "
+                       f"not {cfg.block_attention}")
     return ModelFacts(
         target_dir=target_dir, init_dir=Path(cfg.init), init_config=model_cfg, layers=layers,
         vocab_size=target_cfg.vocab_size, mask_token_id=mask, fingerprint=fingerprint,
         eos_ids=hub.eos_token_ids(target_dir, tokenizer, target_cfg), init_drafter=drafter_cfg, labels=drafter_cfg.labels,
+        block_attention=drafter_cfg.block_attention,
     )
 
 

@@ -117,7 +117,7 @@ class Trainer:
         self.log = JsonlLog(cfg.log_path, self.main)
         self.packing = PackingConfig(cfg.block_size, cfg.num_anchors, facts.mask_token_id, facts.labels)
         self.loss = LossConfig(cfg.block_size, cfg.lambda_ar, cfg.gamma, cfg.loss_chunk_rows, cfg.diffusion_weight,
-                               cfg.kd_delta, facts.labels)
+                               cfg.kd_delta, facts.labels, facts.block_attention)
         self.vocab: VocabSubset | None = None  # the drafting vocabulary the loss projects onto
         self.eval_target: DecoderModel | None = None
         self.last_eval_step = -1

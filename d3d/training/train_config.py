@@ -12,17 +12,18 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from d3d.errors import D3DError
-from d3d.models.drafter import LABEL_CONVENTIONS
+from d3d.models.drafter import BLOCK_ATTENTION, LABEL_CONVENTIONS
 
 
 MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
 
 
 MODEL_FIELDS = ("target", "init", "layers", "num_layers", "freeze_embeddings", "block_size", "labels",
-                "draft_vocab_size")  # must match to resume
+                "block_attention", "draft_vocab_size")  # must match to resume
 
 
 DEFAULT_LABELS = "next-token"  # label convention of a drafter trained from a pretrained model (measured better, docs/training.md)
+DEFAULT_BLOCK_ATTENTION = "bidirectional"  # the paper's; "causal" drafters can be exported to vLLM (docs/training.md)
 
 
 @dataclass
@@ -37,6 +38,7 @@ class TrainConfig:
     num_layers: int = 0  # with layers unset: keep the first N layers of `init` (0 = all, the paper's full depth)
     block_size: int = 16  # B: one anchor + B-1 mask tokens
     labels: str | None = None  # block-row labels: next-token or same-position (the paper's); none = the init drafter's, else next-token
+    block_attention: str | None = None  # block rows see: their whole block (bidirectional, the paper's) or rows up to themselves (causal, vLLM-exportable); none = the init drafter's, else bidirectional
     draft_vocab_size: int = 0  # project the loss onto the N tokens the target writes most in the data (0 = whole vocabulary)
     num_anchors: int = 128  # K: anchors sampled per response (clamped to T-1)
     lambda_ar: float = 1.0  # weight of the auxiliary AR loss (0 = diffusion only)
@@ -105,6 +107,8 @@ class TrainConfig:
             (self.layers is None or (bool(self.layers) and min(self.layers) >= 0), "layers must be non-negative indices"),
             (self.num_layers >= 0 and (self.warmup_steps or 0) >= 0, "num layers and warmup steps must be >= 0"),
             (self.labels is None or self.labels in LABEL_CONVENTIONS, f"labels must be one of {', '.join(LABEL_CONVENTIONS)}"),
+            (self.block_attention is None or self.block_attention in BLOCK_ATTENTION,
+             f"block attention must be one of {', '.join(BLOCK_ATTENTION)}"),
             (min(self.draft_vocab_size, self.eval_rows, self.threads) >= 0, "draft vocab size, eval rows, threads >= 0"),
         ]
         for ok, message in checks:
