@@ -35,6 +35,7 @@ from d3d.training.prune_cli import add_prune_parser
 from d3d.training.train_cli import add_plot_parser, add_train_parser
 
 EXIT_BAD_INPUT = 2
+COST_SIZES_DEFAULT = "1,2,4,8,16,32"  # d3d cost --sizes
 EXIT_INTERRUPTED = 130
 
 
@@ -55,6 +56,17 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
                         "(anchor + k-1 drafted tokens; 1 = never speculate)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     _dtype_flag(p)
+    _runtime_flags(p)
+
+
+def _runtime_flags(p: argparse.ArgumentParser) -> None:
+    """--precision and --weights: how the target computes (docs/runtime.md, "Precision switches", "int8")."""
+    p.add_argument("--precision", default="auto",
+                   help="precision switches: auto (all below float32), none, all, or a comma list of exact-logits, "
+                        "fp32-residual, fp32-attention, fixed-key-span (docs/runtime.md)")
+    p.add_argument("--weights", default="dense", choices=["dense", "int8"],
+                   help="int8: weight-only int8 projections (activations in --dtype) for the target and the drafter; "
+                        "that model is then the target of every mode")
 
 
 def _dtype_flag(p: argparse.ArgumentParser) -> None:
@@ -166,12 +178,15 @@ def build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(func=cmd_bench)
 
     cost = sub.add_parser("cost", help="time k-token target passes against a 1-token step (the speedup ceiling)")
-    cost.add_argument("--sizes", default="1,2,4,8,16,32", help="comma-separated pass sizes")
+    cost.add_argument("--sizes", default=COST_SIZES_DEFAULT, help="comma-separated pass sizes (--profile: 1,16)")
     cost.add_argument("--context", type=int, default=256, help="cached tokens before each pass")
     cost.add_argument("--repeats", type=int, default=20, help="timed repeats per size (median)")
     cost.add_argument("--target", default=None, help="hub id, local directory or .gguf (default: embedded)")
     cost.add_argument("--device", default=None, help="cpu, cuda ... (default: cuda if available)")
     _dtype_flag(cost)
+    _runtime_flags(cost)
+    cost.add_argument("--profile", action="store_true",
+                      help="instead: per-op time (torch.profiler) of a 1-row and a 16-row step, bytes of weights read, GB/s")
     cost.set_defaults(func=cmd_cost)
     add_data_parser(sub)
     add_train_parser(sub)
@@ -260,7 +275,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise D3DError(f"--prefill-chunk must be at least 1, got {args.prefill_chunk}")
     select, layers = _prefill_selector(args.prefill_select, args.prefill_layers)
     pipe = Pipeline.load(target=args.target, drafter=args.drafter, block_size=args.block_size, device=args.device,
-                         async_config=_async_config(args), dtype=args.dtype)
+                         async_config=_async_config(args), dtype=args.dtype, precision=args.precision, weights=args.weights)
     prompt_ids = pipe.target.encode_chat(args.prompt)
     if args.mode in ("sync", "async"):
         print(f"[d3d] {pipe.drafter.description}", file=sys.stderr)
@@ -318,7 +333,12 @@ def cmd_cost(args: argparse.Namespace) -> int:
         raise D3DError(f"--sizes must be comma-separated integers, got '{args.sizes}'") from None
     if not sizes or sizes[0] < 1 or args.context < 1 or args.repeats < 1:
         raise D3DError("--sizes, --context and --repeats must be positive")
-    model = load_target(args.target, args.device, args.dtype).native("pass timing")
+    model = load_target(args.target, args.device, args.dtype, args.precision, args.weights).native("pass timing")
+    if args.profile:
+        from d3d.evaluation.step_profile import print_step_profiles
+
+        print_step_profiles(model, sizes if args.sizes != COST_SIZES_DEFAULT else [1, 16], args.context, args.repeats)
+        return 0
     report(measure_pass_costs(model, sizes, args.context, args.repeats))
     return 0
 

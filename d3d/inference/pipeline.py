@@ -15,7 +15,6 @@ This module knows nothing about benchmarks or the command line.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -45,7 +44,9 @@ from d3d.inference.prompt_layout import ChatFrame, chat_frame, protected_tokens,
 from d3d.inference.selectors import DEFAULT_PROBE_LAYERS, DEFAULT_SELECTOR
 from d3d.inference.stopping import StopChecker
 from d3d.models import hub
-from d3d.models.decoder import DecoderModel, Precision, load_decoder
+from d3d.models.decoder import DecoderModel, load_decoder
+from d3d.models.precision import Precision, parse_precision
+from d3d.models.quantize import check_weights, quantize_decoder
 from d3d.models.drafter import Drafter, read_drafter_config
 
 SHIPPED_DRAFTERS_DIR = Path(__file__).resolve().parent.parent / "drafters"  # d3d/drafters/<target>/
@@ -104,6 +105,7 @@ class Target:
     unsupported: str | None = None  # why the native runtime could not load it
     dtype: torch.dtype = torch.float32
     device: torch.device = field(default_factory=default_device)
+    weights: str = "dense"  # "int8": weight-only int8 projections, the target of every mode (`quantize.py`)
 
     def native(self, feature: str) -> DecoderModel:
         """The native runtime, or a clear D3DError naming the feature that needs it."""
@@ -155,28 +157,33 @@ class Target:
 
 
 def load_target(
-    spec: str | None = None, device: torch.device | str | None = None, dtype: torch.dtype | str | None = None
+    spec: str | None = None, device: torch.device | str | None = None, dtype: torch.dtype | str | None = None,
+    precision: Precision | str | None = None, weights: str = "dense",
 ) -> Target:
     """The target named by `spec` on `device` in `dtype` (a torch dtype or a `--dtype` value; None:
     float32 on a CPU, bfloat16 on CUDA; "auto": `default_dtype`).
 
-    Below float32 the runtime keeps its residual stream, attention and top logits in float32
-    (`Precision.for_dtype`), so that greedy speculative output stays equal to plain decoding
-    except at near ties (docs/design.md, "Precision and near ties").
+    `precision` (a `Precision` or a `--precision` value; None: "auto") says which rounding
+    differences between passes the runtime removes: by default, below float32 it keeps its residual
+    stream, attention and top logits in float32, so that greedy speculative output stays equal to
+    plain decoding except at near ties (docs/design.md, "Precision and near ties").
+    `weights` "int8" quantizes the projections (`quantize.py`): that model is then the target.
     """
     device = torch.device(device) if device is not None else default_device()
     dtype = resolve_dtype(dtype, device)
+    chosen = parse_precision(precision, dtype)  # bad names fail before anything loads
+    weights = check_weights(weights)
     model_dir = hub.resolve_model_dir(spec)
     tokenizer = hub.load_tokenizer(model_dir)
     config = hub.load_config(model_dir)
     model, why = None, None
     try:
         model = load_decoder(model_dir, dtype=dtype, device=device, config=config)
-        if os.environ.get("D3D_PRECISION_FIXES", "1") != "0":  # 0: off, to measure what they buy
-            model.precision = Precision.for_dtype(dtype)
+        model.precision = chosen
+        quantize_decoder(model, weights)
     except D3DError as err:
         why = str(err)
-    return Target(spec or hub.DEFAULT_TARGET, model_dir, tokenizer, model, why, dtype, device)
+    return Target(spec or hub.DEFAULT_TARGET, model_dir, tokenizer, model, why, dtype, device, weights)
 
 
 @dataclass
@@ -225,6 +232,8 @@ def load_drafter(target: Target, spec: str | None = None, block_size: int | None
         )
         desc = (f"UNTRAINED drafter from the target's first {len(layers)} layers (no trained drafter ships "
                 f"for this target yet): expect tau near 1")
+    # the drafter's layers take the target's weight format; a shared LM head is the target's, quantized already
+    quantize_decoder(drafter.model, target.weights, head=not drafter.config.shared_embeddings)
     override = None
     if block_size is not None and path is not None and block_size != drafter.config.block_size:
         override = f"trained with B={drafter.config.block_size}, running with B={block_size}"
@@ -256,8 +265,9 @@ class Pipeline:
     @classmethod
     def load(cls, target: str | None = None, drafter: str | None = None, block_size: int | None = None,
              device: str | None = None, async_config: AsyncConfig | None = None,
-             dtype: str | torch.dtype | None = None) -> Pipeline:
-        return cls(load_target(target, device, dtype), drafter, block_size, async_config)
+             dtype: str | torch.dtype | None = None, precision: Precision | str | None = None,
+             weights: str = "dense") -> Pipeline:
+        return cls(load_target(target, device, dtype, precision, weights), drafter, block_size, async_config)
 
     @cached_property
     def drafter(self) -> DrafterChoice:
@@ -303,7 +313,8 @@ class Pipeline:
     def async_runner(self) -> AsyncRunner:
         """Asynchronous decoding: a drafting worker that loads this pipeline's drafter itself."""
         t = self.target
-        remote = partial(worker_drafter, t.name, str(t.model_dir), self.drafter_spec, self.block_size, t.dtype, str(t.device))
+        remote = partial(worker_drafter, t.name, str(t.model_dir), self.drafter_spec, self.block_size, t.dtype, str(t.device),
+                         t.weights)
         return AsyncRunner(t.native("asynchronous decoding"), remote, lambda: self.drafter.drafter, self.async_config)
 
     def close(self) -> None:
@@ -370,12 +381,13 @@ class Pipeline:
 
 
 def worker_drafter(
-    target_name: str, model_dir: str, drafter_spec: str | None, block_size: int | None, dtype: torch.dtype, device: str
+    target_name: str, model_dir: str, drafter_spec: str | None, block_size: int | None, dtype: torch.dtype, device: str,
+    weights: str = "dense",
 ) -> Drafter:
     """The pipeline's drafter, loaded in a drafting worker process: the same resolution as
     `load_drafter`, with only the target's embeddings and LM head loaded (no target layers)."""
     config = hub.load_config(Path(model_dir))
-    embeddings = load_decoder(model_dir, layers=[], dtype=dtype, device=device, config=config)
+    embeddings = quantize_decoder(load_decoder(model_dir, layers=[], dtype=dtype, device=device, config=config), weights)
     target = Target(target_name, Path(model_dir), hub.load_tokenizer(Path(model_dir)), embeddings, None, dtype,
-                    torch.device(device))
+                    torch.device(device), weights)
     return load_drafter(target, drafter_spec, block_size).drafter

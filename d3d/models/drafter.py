@@ -36,6 +36,7 @@ from d3d.errors import D3DError
 from d3d.models.attention import Rows
 from d3d.models.decoder import DecoderModel, build_from_state, load_decoder
 from d3d.models.kv_cache import KVCache
+from d3d.models.quantize import Int8Linear
 
 CONFIG_NAME = "drafter_config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -102,7 +103,7 @@ class Drafter(torch.nn.Module):
         config.validate()
         self.model = model
         self.register_buffer("draft_vocab", None, persistent=False)  # sorted token ids, or None = all
-        self._head_rows: tuple[Tensor, Tensor] | None = None  # (the LM head it was cut from, its rows)
+        self._head_rows: tuple[Tensor, Tensor | Int8Linear] | None = None  # (the LM head it was cut from, its rows)
         self.config = config
 
     @property
@@ -113,9 +114,13 @@ class Drafter(torch.nn.Module):
         return self.model.new_cache(1, capacity)
 
     def share_embeddings_with(self, target: DecoderModel) -> None:
-        """Use the target's embedding matrix and LM head (tied Parameters, no copy)."""
+        """Use the target's embedding matrix and LM head (tied Parameters, no copy; an int8 head,
+        `quantize.py`, is shared as a module)."""
         self.model.model.embed_tokens.weight = target.model.embed_tokens.weight
-        self.model.lm_head.weight = target.lm_head.weight
+        if isinstance(target.lm_head, torch.nn.Linear):
+            self.model.lm_head.weight = target.lm_head.weight
+        else:
+            self.model.lm_head = target.lm_head
 
     @classmethod
     def from_base(
@@ -174,11 +179,19 @@ class Drafter(torch.nn.Module):
         """Logits over the whole vocabulary for final hidden states [..., h]."""
         if self.draft_vocab is None:
             return self.model.lm_head(hidden)
-        weight = self.model.lm_head.weight
+        head = self.model.lm_head
+        if isinstance(head, Int8Linear):  # its drafting rows as a smaller int8 layer
+            if self._head_rows is None or self._head_rows[0] is not head.qweight:
+                self._head_rows = (head.qweight, head.select_rows(self.draft_vocab.to(head.qweight.device)))
+            return self._scatter_vocab(self._head_rows[1](hidden), head.out_features)
+        weight = head.weight
         if self._head_rows is None or self._head_rows[0] is not weight or self._head_rows[1].device != hidden.device:
             self._head_rows = (weight, weight.detach()[self.draft_vocab.to(weight.device)].to(hidden.device))
-        sub = torch.nn.functional.linear(hidden, self._head_rows[1])  # [..., |subset|]
-        out = sub.new_full((*sub.shape[:-1], weight.shape[0]), float("-inf"))
+        return self._scatter_vocab(torch.nn.functional.linear(hidden, self._head_rows[1]), weight.shape[0])
+
+    def _scatter_vocab(self, sub: Tensor, vocab: int) -> Tensor:
+        """Logits [..., vocab] from the drafting vocabulary's logits sub [..., |subset|], -inf elsewhere."""
+        out = sub.new_full((*sub.shape[:-1], vocab), float("-inf"))
         out[..., self.draft_vocab.to(out.device)] = sub
         return out
 

@@ -198,4 +198,4 @@ class RaggedKVCache:
 def new_ragged_cache(model, max_batch: int, capacity: int = 256) -> RaggedKVCache:
     """An empty ragged cache shaped for `model` (a `DecoderModel`)."""
     s = model.spec
-    return RaggedKVCache(len(model.layer_ids), max_batch, s.num_kv_heads, s.head_dim, capacity, model.dtype, model.device)
+    return RaggedKVCache(len(model.layer_ids), max_batch, s.num_kv_heads, s.head_dim, capacity, model.cache_dtype, model.device)

@@ -23,7 +23,7 @@ def test_round_trip_gives_identical_predictions(tiny_qwen3_dir, tmp_path, share)
     target = load_decoder(tiny_qwen3_dir)
     drafter = Drafter.from_base(tiny_qwen3_dir, [1, 3], 4, MASK_ID, "fp", target=target if share else None)
     with torch.no_grad():  # make it differ from the base layers, as training would
-        drafter.model.model.layers[0].mlp.up_proj.weight.add_(0.01)
+        drafter.model.model.layers[0].mlp.gate_up_proj.weight.add_(0.01)
     drafter.save_pretrained(tmp_path / "d")
     loaded = Drafter.from_pretrained(tmp_path / "d", target=target if share else None)
     ids = torch.randint(0, 90, (1, 9), generator=torch.Generator().manual_seed(0))

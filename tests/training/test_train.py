@@ -69,7 +69,7 @@ def test_loss_falls_and_the_drafter_is_saved_ready_for_inference(tmp_path, tiny_
     assert "model.embed_tokens.weight" not in load_file(str(out / WEIGHTS_NAME))
     assert drafter.model.lm_head.weight is target.lm_head.weight  # frozen, shared, not trained
     before = load_decoder(tiny_llama_dir, layers=[0, 1])
-    assert not torch.equal(drafter.model.model.layers[0].mlp.up_proj.weight, before.model.layers[0].mlp.up_proj.weight)
+    assert not torch.equal(drafter.model.model.layers[0].mlp.gate_up_proj.weight, before.model.layers[0].mlp.gate_up_proj.weight)
 
 
 def test_resume_after_interrupt_reproduces_the_uninterrupted_run(tmp_path, tiny_qwen3_dir, monkeypatch):
@@ -184,7 +184,7 @@ def test_a_saved_drafter_continues_with_a_layer_removed_and_a_teacher(tmp_path, 
     first = records(tmp_path / "pruned", "train")[0]
     assert first["loss"] == pytest.approx(first["loss_diff"] + first["loss_ar"] + first["loss_kl"], rel=1e-5)
     # layer 2 of the pruned drafter started from the teacher's layer 2 (moved by only two small steps)
-    moved = pruned.model.model.layers[1].mlp.up_proj.weight - before.model.model.layers[2].mlp.up_proj.weight
+    moved = pruned.model.model.layers[1].mlp.gate_up_proj.weight - before.model.model.layers[2].mlp.gate_up_proj.weight
     assert moved.abs().max() < 0.1
     with pytest.raises(D3DError, match="not layers of the drafter"):
         train(tiny_config(tmp_path, tiny_llama_dir, init=str(teacher_dir), layers=[5], output_dir=str(tmp_path / "x")))

@@ -1,0 +1,128 @@
+"""Weight-only int8: fewer bytes per decode step, activations unchanged.
+
+On a CPU a one-token step of a small model is bound by the bytes of weights it reads, so storing the
+projections as int8 (one byte per weight instead of two) makes it cheaper. `quantize_decoder`
+replaces every projection of a `DecoderModel` (the fused QKV, output, fused gate/up, down
+projections and, unless told otherwise, the LM head) by an `Int8Linear`:
+
+    w[o, i] ~= q[o, i] * scale[o],   q int8 in [-127, 127],   scale = max_i |w[o, i]| / 127
+
+(per output channel, symmetric, rounded to nearest). Activations keep the model's dtype
+(bfloat16 by default). On a CPU the product runs in torch's own int8 weight kernel
+(`torch.ops.aten._weight_int8pack_mm`); elsewhere (CUDA, float64) it dequantizes on the fly.
+
+The quantized model *is* the target of a run that asks for it: plain decoding and every speculative
+mode use the same int8 weights, so greedy identity and the sampling distribution hold relative to
+it, and the quality cost of quantization is measured separately (agreement with the dense target).
+The token embeddings stay dense (a step reads one row of them). int4 is not offered: torch's CPU
+int4 kernel (`_weight_int4pack_mm_for_cpu`) exists but needs group-wise scales and zero points and
+a packed layout; that is left for later.
+
+This module knows nothing about drafting or decoding.
+
+    quantize_decoder(model, "int8")          # in place; model.weights == "int8"
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from d3d.errors import D3DError
+
+WEIGHT_FORMATS = ("dense", "int8")  # values of every --weights flag
+INT8_MAX = 127
+KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # activation dtypes of the CPU kernel
+
+
+class Int8Linear(nn.Module):
+    """A bias-optional linear layer with int8 weights [out, in] and per-output-channel scales [out]."""
+
+    def __init__(self, qweight: Tensor, scale: Tensor, bias: Tensor | None) -> None:
+        super().__init__()
+        self.register_buffer("qweight", qweight)  # [out, in] int8
+        self.register_buffer("scale", scale)  # [out] in the activation dtype
+        self.bias = None if bias is None else nn.Parameter(bias, requires_grad=False)  # [out]
+        self.in_features, self.out_features = qweight.shape[1], qweight.shape[0]
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear) -> Int8Linear:
+        """Quantize a dense layer (scales from its float32 weights, kept in its dtype)."""
+        weight = linear.weight.detach().float()
+        scale = weight.abs().amax(1).clamp(min=torch.finfo(torch.float32).tiny) / INT8_MAX
+        q = torch.round(weight / scale[:, None]).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)
+        bias = None if linear.bias is None else linear.bias.detach().clone()
+        return cls(q.contiguous(), scale.to(linear.weight.dtype), bias)
+
+    def forward(self, x: Tensor) -> Tensor:
+        """x [..., in] -> [..., out] in x's dtype."""
+        flat = x.reshape(-1, self.in_features)
+        scale = self.scale if self.scale.dtype == x.dtype else self.scale.to(x.dtype)
+        if flat.device.type == "cpu" and x.dtype in KERNEL_DTYPES:
+            out = torch.ops.aten._weight_int8pack_mm(flat.contiguous(), self.qweight, scale)
+        else:  # no int8 kernel here: dequantize on the fly (same weights, slower)
+            out = F.linear(flat, self.qweight.to(x.dtype)) * scale
+        if self.bias is not None:
+            out = out + self.bias.to(out.dtype)
+        return out.view(*x.shape[:-1], self.out_features)
+
+    def dense_rows(self, ids: Tensor) -> Tensor:
+        """The dequantized weight rows [len(ids), in] in float32 (exact top-logit recomputation)."""
+        return self.qweight[ids].float() * self.scale[ids].float()[:, None]
+
+    def select_rows(self, ids: Tensor) -> Int8Linear:
+        """A layer computing only the outputs `ids` (a drafter's drafting vocabulary)."""
+        bias = None if self.bias is None else self.bias.detach()[ids]
+        return Int8Linear(self.qweight[ids].contiguous(), self.scale[ids].contiguous(), bias)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, int8"
+
+
+def dense_rows(linear: nn.Module, ids: Tensor) -> Tensor:
+    """Rows `ids` of a dense or int8 layer's weight, float32 [len(ids), in]."""
+    if isinstance(linear, Int8Linear):
+        return linear.dense_rows(ids)
+    return linear.weight[ids].float()
+
+
+def check_weights(weights: str) -> str:
+    """`weights` itself if it is a known format, else a D3DError naming the choices."""
+    if weights not in WEIGHT_FORMATS:
+        raise D3DError(f"unknown weight format '{weights}' (choose from {', '.join(WEIGHT_FORMATS)})")
+    return weights
+
+
+@torch.no_grad()
+def quantize_decoder(model: nn.Module, weights: str, head: bool = True) -> nn.Module:
+    """Replace the projections of a `DecoderModel` (in place) by int8 ones; `head`: the LM head too
+    (False for a drafter whose head is the target's, already quantized). "dense" changes nothing."""
+    if check_weights(weights) == "dense":
+        return model
+    for layer in model.model.layers:
+        for parent in (layer.self_attn, layer.mlp):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, nn.Linear):
+                    setattr(parent, name, Int8Linear.from_linear(child))
+    if head and isinstance(model.lm_head, nn.Linear):
+        model.lm_head = Int8Linear.from_linear(model.lm_head)
+    model.weights = weights
+    return model
+
+
+def weight_bytes(model: nn.Module) -> int:
+    """Bytes of the weights a pass reads: every parameter and int8 buffer, shared ones once, the
+    token embeddings left out unless the LM head reads them (a step reads a few rows of them)."""
+    embed = model.model.embed_tokens.weight
+    seen: set[int] = set()
+    total = 0
+    tensors = [t for t in model.parameters()] + [b for b in model.buffers() if b.dtype == torch.int8]
+    tensors += [m.scale for m in model.modules() if isinstance(m, Int8Linear)]
+    head_reads_embed = getattr(model.lm_head, "weight", None) is embed
+    for t in tensors:
+        if id(t) in seen or (t is embed and not head_reads_embed):
+            continue
+        seen.add(id(t))
+        total += t.numel() * t.element_size()
+    return total
