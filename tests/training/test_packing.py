@@ -32,28 +32,33 @@ def make_example(prompt_len: int, response_len: int, seed: int) -> Example:
     return Example(g.integers(0, 90, prompt_len).astype(np.int32), g.integers(0, 90, response_len).astype(np.int32))
 
 
-def block_alone(model, example: Example, anchor: int, block: torch.Tensor) -> torch.Tensor:
-    """Logits [B, V] of one block run alone on its prefix (every token strictly before the anchor)."""
+def block_alone(model, example: Example, anchor: int, block: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    """Logits [B, V] of one block run alone on its prefix (every token strictly before the anchor);
+    a causal block is run as plain causal rows prefix + block, without any block mask."""
     ids = torch.as_tensor(np.concatenate([example.prompt_ids, example.response_ids]), dtype=torch.long)[None]
     pos = len(example.prompt_ids) + anchor
+    if causal:
+        return model(Rows.clean(torch.cat([ids[:, :pos], block[None]], 1), 0), logits_from=pos)[0]
     rows = Rows.with_blocks(Rows.clean(ids[:, :pos], 0), block[None, None], torch.tensor([[pos]]))
     return model(rows, logits_from=pos)[0]
 
 
+@pytest.mark.parametrize("causal", [False, True])  # block attention: bidirectional (the paper's) or causal
 @pytest.mark.parametrize("anchors", [[0, 1, 2, 7, 8, 18], list(range(19))])  # adjacent, and every anchor
-def test_packed_block_logits_equal_each_block_alone(tiny_llama_dir, anchors):
+def test_packed_block_logits_equal_each_block_alone(tiny_llama_dir, anchors, causal):
     model = load_decoder(tiny_llama_dir).double()
     cfg = PackingConfig(block_size=6, num_anchors=len(anchors), mask_token_id=MASK_ID)
     example = make_example(5, 20, seed=0)
     packed = pack_example(example, np.array(anchors), cfg)
     batch = PackedBatch.from_dict(collate([packed], MASK_ID))
     with torch.no_grad():
-        logits = model(batch.rows())[0]  # [L + k*B, V]
+        logits = model(batch.rows(causal))[0]  # [L + k*B, V]
         clean = model(Rows.clean(batch.input_ids, 0))[0]
         torch.testing.assert_close(logits[:25], clean, atol=1e-10, rtol=1e-10)
         for k, a in enumerate(anchors):
             got = logits[25 + 6 * k : 25 + 6 * (k + 1)]
-            torch.testing.assert_close(got, block_alone(model, example, a, packed.blocks[k]), atol=1e-10, rtol=1e-10)
+            want = block_alone(model, example, a, packed.blocks[k], causal)
+            torch.testing.assert_close(got, want, atol=1e-10, rtol=1e-10)
 
 
 def test_padded_batch_gives_each_examples_own_logits(tiny_qwen3_dir):
