@@ -20,11 +20,19 @@ output follows the target's distribution, because each sequence draws from its o
 (target: seed, drafter: seed + 1, as `Pipeline.stream` seeds synchronous decoding) and nothing
 else in the batch touches them.
 
-Whether a sequence drafts this round, and how many drafted tokens it verifies, comes from its own
-`DraftPolicy` (made per sequence by the `draft_policy` factory, e.g. `draft_length.DraftLengthPolicy`
-over `BatchShare` costs, so that at a large batch, where the target is compute-bound, speculation
-shrinks); without one every drafted token is verified. A policy only sees the drafter's outputs
-and finished rounds, never the target's random draws of the round, so any choice stays lossless.
+Those generators are drawn once per round, so a request's sampled tokens would still depend on how
+its rounds were shaped, i.e. on the load. A request with `GenerationConfig.position_seeded` (the
+server's seeded requests) instead samples the token at every position with noise drawn from
+(seed, position) and is verified by `verify.verify_coupled`: its tokens are those plain decoding
+would sample with that noise, whatever the batch, the verification lengths or the plain steps.
+
+Whether the batch drafts at all this round comes from its `BatchGate` (plain steps for the whole
+batch, no drafter pass, while drafting does not pay). Whether a sequence drafts, and how many drafted
+tokens it verifies, comes from its own `DraftPolicy` (made per sequence by the `draft_policy`
+factory, e.g. `draft_length.DraftLengthPolicy` over `BatchShare` costs, so that at a large batch,
+where the target is compute-bound, speculation shrinks); without one every drafted token is
+verified. Gate and policies only see the drafter's distributions (each position's largest q) and
+finished rounds, never the tokens sampled in the round, so every choice stays lossless.
 
 This module knows nothing about HTTP, queues, threads or tokenizers: the serving loop
 (`d3d.serving.engine_loop`) calls `add`, `step` and `remove`.
@@ -45,6 +53,7 @@ from typing import Protocol
 import torch
 from torch import Tensor
 
+from d3d.inference.draft_length import MAX_SKIP, DraftLengthPolicy
 from d3d.inference.drafting import Draft
 from d3d.inference.engine import (
     DecodeStats,
@@ -56,9 +65,9 @@ from d3d.inference.engine import (
     sampling_generator,
     start_decode,
 )
-from d3d.inference.sampling import probs_from_logits, sample
+from d3d.inference.sampling import position_noise, probs_from_logits, sample, sample_with_noise
 from d3d.inference.stopping import StopChecker
-from d3d.inference.verify import verify
+from d3d.inference.verify import verify, verify_coupled
 from d3d.models.attention import Rows
 from d3d.models.decoder import DecoderModel
 from d3d.models.drafter import Drafter, predicting_rows
@@ -98,6 +107,35 @@ class BatchShare:
         b = max(1, self.batch_size())
         return self.costs.seconds(b * k) / b
 
+
+class BatchGate:
+    """Whether the batch drafts at all this round: the single-request back-off of
+    `draft_length.DraftLengthPolicy` (plain steps 1, 2, 4, ... up to `max_skip` while drafting loses,
+    then one drafting round to re-check), fed with whole rounds of the batch. While it is closed the
+    batched drafter pass is skipped and every sequence takes a plain step.
+
+    A drafting round of b sequences with a verification pass w rows wide costs t_d(b) + t_v(b * w)
+    and appended A tokens, where b plain steps would have cost t_v(b) for b tokens; its gain is
+    A * t_v(b) / (b * (t_d(b) + t_v(b * w))). Costed from the measured tables, never from the
+    round's wall time. t_d(b) scales the one-sequence drafter pass t_d like a target pass over the
+    same rows: t_d * t_v(b * B) / t_v(B) (the drafter is a few of the target's layers).
+    """
+
+    def __init__(self, costs, draft_s: float, block_size: int, max_skip: int = MAX_SKIP) -> None:
+        self.costs, self.draft_s, self.block_size = costs, draft_s, block_size  # costs: `pass_costs.PassCosts`
+        self.backoff = DraftLengthPolicy(costs, max_skip=max_skip, draft_s=draft_s)  # the back-off state
+
+    def should_draft(self) -> bool:
+        """False while the batch takes plain steps (one call per round)."""
+        return self.backoff.should_draft()
+
+    def observe(self, batch: int, width: int, appended: int) -> None:
+        """After a drafting round: sequences in it, rows of its verification pass, tokens appended."""
+        t_v = self.costs.seconds
+        drafting = self.draft_s * t_v(batch * self.block_size) / t_v(self.block_size)
+        self.backoff.record_gain(appended * t_v(batch) / (batch * (drafting + t_v(batch * width))))
+
+
 DRAFT_SEED_OFFSET = 1  # the drafter samples with seed + 1, as synchronous decoding does
 
 
@@ -125,6 +163,15 @@ class Sequence:
     @property
     def generated(self) -> list[int]:
         return self.committed[self.prompt_len :]
+
+    @property
+    def coupled(self) -> bool:
+        """Sampled with per-position noise (`GenerationConfig.position_seeded`): load-independent tokens."""
+        return self.cfg.position_seeded and not self.cfg.sampling.greedy
+
+    def noise(self, first: int, n: int, vocab: int, device: torch.device) -> Tensor:
+        """Race noise [n, V] of sequence positions first .. first + n - 1 (`sampling.position_noise`)."""
+        return position_noise(self.cfg.seed, range(first, first + n), vocab, device)
 
 
 @dataclass
@@ -181,20 +228,25 @@ def verify_logits(target: DecoderModel, cache: RaggedKVCache, blocks: list[list[
     return target(Rows.clean(ids, torch.tensor(anchor_pos, device=dev), valid), cache)
 
 
-def draft_confidence(draft: Draft, logits: Tensor) -> Tensor:
-    """q(d_i) for each drafted token [n]: the drafter's probability of what it proposed."""
-    if draft.probs is not None:
-        return draft.probs.gather(-1, draft.tokens.view(-1, 1)).view(-1)
-    return logits.float().softmax(-1).gather(-1, draft.tokens.view(-1, 1)).view(-1)
+def position_confidence(probs: Tensor | None, logits: Tensor) -> Tensor:
+    """Each position's largest q [n], from the drafter's probs [n, V] (or its raw logits [n, V] when
+    greedy): a function of the prefix only. The q of the token the drafter sampled would not do: a
+    length chosen from it verifies the drafts the drafter happened to like, which biases the output
+    (`draft_length.py`, tests/inference/test_batch_sampling.py)."""
+    if probs is not None:
+        return probs.max(-1).values
+    return logits.float().softmax(-1).max(-1).values
 
 
 class BatchDecoder:
     """Continuous-batching speculative decoder over one target and (optionally) one drafter."""
 
     def __init__(self, target: DecoderModel, drafter: Drafter | None, max_batch: int = 8,
-                 draft_policy: DraftPolicyFactory | None = None, capacity: int = 256) -> None:
+                 draft_policy: DraftPolicyFactory | None = None, capacity: int = 256,
+                 gate: BatchGate | None = None) -> None:
         self.target, self.drafter, self.max_batch = target, drafter, max_batch
         self.draft_policy = draft_policy
+        self.gate = gate  # None: the drafter pass runs whenever some sequence drafts
         self.target_cache = new_ragged_cache(target, max_batch, capacity)
         self.draft_cache = new_ragged_cache(drafter.model, max_batch, capacity) if drafter is not None else None
         self.slots: list[Sequence] = []  # slots[i] lives in target cache slot i
@@ -228,10 +280,12 @@ class BatchDecoder:
         # the single-request prefill, with a cache sized for the prompt only (it is copied into a slot)
         start = start_decode(self.target, prompt, replace(cfg, max_new_tokens=1), StopChecker(1), stats)
         draft_gen = sampling_generator(cfg, self.target.device, DRAFT_SEED_OFFSET) if speculate else None
-        seq = Sequence(next(self._ids), prompt[0].tolist() + [start.first_token], prompt.shape[1], cfg, stop,
-                       speculate, stats, start.generator, draft_gen)
+        seq = Sequence(next(self._ids), prompt[0].tolist(), prompt.shape[1], cfg, stop, speculate, stats,
+                       start.generator, draft_gen)
+        first = self._pick(seq, start.last_logits[None]) if seq.coupled else start.first_token
+        seq.committed.append(first)
         stats.new_tokens = 1
-        if stop.push(start.first_token):
+        if stop.push(first):
             stats.stop_reason = stop.reason
             return seq
         seq.slot = self.target_cache.place(start.cache)
@@ -274,6 +328,8 @@ class BatchDecoder:
 
     def _draft(self, rnd: RoundStats) -> dict[int, Draft]:
         """One batched drafter pass for every drafting sequence; their drafts by sequence id."""
+        if self.gate is not None and self.draft_slots and not self.gate.should_draft():
+            return {}
         wanted = {s.ident: self._num_draft(s) for s in self.draft_slots}
         if not any(n > 0 for n in wanted.values()):
             return {}
@@ -294,13 +350,17 @@ class BatchDecoder:
         sampling = seq.cfg.sampling
         if sampling.greedy:
             draft = Draft(logits.argmax(-1))
+        elif seq.coupled:  # the same noise the target's tokens at these positions will be drawn with
+            probs = probs_from_logits(logits, sampling)
+            noise = seq.noise(len(seq.committed), logits.shape[0], logits.shape[-1], logits.device)
+            draft = Draft(sample_with_noise(probs, noise), probs)
         else:
             probs = probs_from_logits(logits, sampling)
             draft = Draft(sample(probs, seq.draft_gen), probs)
         if seq.policy is None:
             return draft
         n = draft.tokens.numel()
-        m = max(0, min(n, int(seq.policy.choose(draft_confidence(draft, logits), n))))
+        m = max(0, min(n, int(seq.policy.choose(position_confidence(draft.probs, logits), n))))
         return Draft(draft.tokens[:m], None if draft.probs is None else draft.probs[:m])
 
     @torch.inference_mode()
@@ -332,6 +392,8 @@ class BatchDecoder:
             rnd.appended.append(len(tokens))
             out.append((seq, self._commit(seq, tokens)))
         self.target_cache.set_lengths(lengths)
+        if drafts and self.gate is not None:
+            self.gate.observe(len(blocks), max(len(b) for b in blocks), sum(rnd.appended))
         rnd.draft_s, rnd.verify_s = t1 - t0, now(dev) - t1
         for seq, _ in out:
             seq.stats.draft_s += rnd.draft_s
@@ -341,11 +403,23 @@ class BatchDecoder:
         return out, rnd
 
     @staticmethod
-    def _accept(seq: Sequence, draft: Draft | None, logits: Tensor) -> tuple[list[int], int]:
+    def _pick(seq: Sequence, logits: Tensor) -> int:
+        """The token after seq.committed from logits [1, V]: a plain step, as plain decoding picks it."""
+        if not seq.coupled:
+            return int(pick_token(logits[0], seq.cfg.sampling, seq.target_gen))
+        noise = seq.noise(len(seq.committed), 1, logits.shape[-1], logits.device)
+        return int(sample_with_noise(probs_from_logits(logits[0], seq.cfg.sampling), noise[0]))
+
+    @classmethod
+    def _accept(cls, seq: Sequence, draft: Draft | None, logits: Tensor) -> tuple[list[int], int]:
         """(tokens appended, drafted tokens accepted) for one sequence; logits [n+1, V]."""
-        if draft is None or draft.tokens.numel() == 0:  # a plain step, exactly as plain decoding picks it
-            return [int(pick_token(logits[0], seq.cfg.sampling, seq.target_gen))], 0
-        result = verify(draft.tokens, draft.probs, logits, seq.cfg.sampling, seq.target_gen)
+        if draft is None or draft.tokens.numel() == 0:
+            return [cls._pick(seq, logits[:1])], 0
+        if seq.coupled:
+            noise = seq.noise(len(seq.committed), logits.shape[0], logits.shape[-1], logits.device)
+            result = verify_coupled(draft.tokens, logits, seq.cfg.sampling, noise)
+        else:
+            result = verify(draft.tokens, draft.probs, logits, seq.cfg.sampling, seq.target_gen)
         return result.tokens.tolist(), result.num_accepted
 
     @staticmethod

@@ -161,7 +161,12 @@ class DraftLengthPolicy:
         """After a drafting round: drafted tokens verified and tokens appended. The round's gain is
         costed from the measured tables (t_d, t_v), never from its own noisy wall time."""
         plain = self.costs.seconds(1)
-        realised = appended * plain / (self.draft_s + self.costs.seconds(verified + 1))
+        self.record_gain(appended * plain / (self.draft_s + self.costs.seconds(verified + 1)))
+
+    def record_gain(self, realised: float) -> None:
+        """Fold one drafting round's gain (its tokens/s over plain decoding's) into the running
+        average, and start a run of plain steps when drafting has lost lately. The batched engine's
+        gate (`batch_engine.BatchGate`) feeds it whole rounds of the batch."""
         self.gain = realised if self.gain is None else (1 - GAIN_SMOOTHING) * self.gain + GAIN_SMOOTHING * realised
         self.drafted_rounds += 1
         if self.fixed is not None or self.max_skip == 0 or self.drafted_rounds < self.min_rounds:

@@ -45,6 +45,8 @@ class GenerationConfig:
     sampling: SamplingConfig = field(default_factory=SamplingConfig)  # greedy by default
     stop_strings: tuple[str, ...] = ()  # stop once the output text contains one of these
     seed: int = 0  # seeds the sampling generator (sampling is reproducible per seed)
+    position_seeded: bool = False  # batched decoding: sample each token with noise drawn from (seed, position),
+    # so the tokens do not depend on the batch, the verification lengths or plain steps (`verify.verify_coupled`)
 
     def validate(self) -> None:
         if self.max_new_tokens < 1:
@@ -145,6 +147,7 @@ class DecodeStart:
     first_token: int  # the token picked from the prefill's last row
     generator: torch.Generator | None  # the run's sampling generator
     t0: float  # wall clock at the start
+    last_logits: Tensor | None = None  # [V] the prefill's last row, which `first_token` was picked from
 
 
 def start_decode(
@@ -164,7 +167,7 @@ def start_decode(
     logits = target(Rows.clean(prompt, 0), cache, logits_from=prompt.shape[1] - 1)
     first = int(pick_token(logits[0, -1], cfg.sampling, gen))
     stats.prefill_s = now(dev) - t0
-    return DecodeStart(cache, first, gen, t0)
+    return DecodeStart(cache, first, gen, t0, logits[0, -1])
 
 
 @torch.inference_mode()

@@ -9,6 +9,7 @@ Run its tests with `python -m pytest tests/inference/test_verify.py`.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -97,5 +98,22 @@ def sample(probs: Tensor, generator: torch.Generator | None = None) -> Tensor:
     so that a zero-probability token can never win by 0 / 0.
     """
     race = torch.empty_like(probs).exponential_(1, generator=generator)
-    race.clamp_(min=torch.finfo(race.dtype).tiny)
-    return (probs / race).argmax(dim=-1)
+    return sample_with_noise(probs, race.clamp_(min=torch.finfo(race.dtype).tiny))
+
+
+def sample_with_noise(probs: Tensor, noise: Tensor) -> Tensor:
+    """The exponential race of `sample` with given noise: probs [..., V], noise [..., V] of
+    Exponential(1) draws (positive) -> long [...]."""
+    return (probs / noise).argmax(dim=-1)
+
+
+def position_noise(seed: int, positions: range, vocab: int, device: torch.device | str = "cpu") -> Tensor:
+    """Exponential(1) race noise [len(positions), V] (float64), each row a function of (seed, position)
+    only: a sequence that samples token t with `sample_with_noise(p_t, noise[t])` gets the same tokens
+    however its passes were shaped and however many other draws were made (`verify.verify_coupled`)."""
+    rows = []
+    for position in positions:
+        mixed = hashlib.blake2b(f"{seed}:{position}".encode(), digest_size=8).digest()
+        gen = torch.Generator(device=device).manual_seed(int.from_bytes(mixed, "little") >> 1)
+        rows.append(torch.empty(vocab, dtype=torch.float64, device=device).exponential_(1, generator=gen))
+    return torch.stack(rows).clamp_(min=torch.finfo(torch.float64).tiny)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from d3d.inference.sampling import SamplingConfig, probs_from_logits, sample
+from d3d.inference.sampling import SamplingConfig, probs_from_logits, sample, sample_with_noise
 
 CHECK_DRAFTS = os.environ.get("D3D_CHECK_DRAFTS") == "1"  # check the draft contract every round (debug, tests)
 
@@ -74,9 +74,31 @@ def verify_greedy(draft: Tensor, target_logits: Tensor) -> VerifyResult:
 
     draft: [n] long. target_logits: [n + 1, V]; row i scores the token after anchor + draft[:i].
     """
-    target_tokens = target_logits.argmax(dim=-1)  # [n + 1]
+    return _match_prefix(draft, target_logits.argmax(dim=-1))
+
+
+def _match_prefix(draft: Tensor, target_tokens: Tensor) -> VerifyResult:
+    """Accept the longest prefix of draft [n] equal to target_tokens [n + 1], then the target's token."""
     num_accepted = _accepted_prefix_length(draft == target_tokens[:-1])
     return _emit(draft, num_accepted, target_tokens[num_accepted])
+
+
+def verify_coupled(draft: Tensor, target_logits: Tensor, cfg: SamplingConfig, noise: Tensor) -> VerifyResult:
+    """Drafter-invariant verification: the target's token at every row is its sample under that
+    position's own noise; accept the drafts that equal it (Daliri, Musco, Suresh 2024, "Coupling
+    without Communication and Drafter-Invariant Speculative Decoding", arXiv:2408.07978).
+
+    draft: [n] long. target_logits: [n + 1, V]. noise: [n + 1, V] Exponential(1) race noise of the
+    positions the rows predict (`sampling.position_noise`). Each emitted token is
+    `sample_with_noise(p, noise)` of its row, an exact sample of p whatever was drafted, so the
+    output is a function of the seed and the prefix alone: the same with or without drafting, for
+    any verification length. A drafter that samples from its q with the same noise is accepted with
+    probability at least (1 - TV(p, q)) / (1 + TV(p, q)) (the paper's bound), against 1 - TV(p, q)
+    for `verify_sampling`.
+    """
+    if cfg.greedy:
+        return verify_greedy(draft, target_logits)
+    return _match_prefix(draft, sample_with_noise(probs_from_logits(target_logits, cfg), noise))
 
 
 def _residual_distribution(p: Tensor, q: Tensor) -> Tensor:
