@@ -70,38 +70,42 @@ def build(cfg: ServeConfig, log=print):
     served = ServedModel(cfg.served_model_name or target.name, target.tokenizer, target.context_length,
                          target.eos_token_ids, model.spec.vocab_size, int(time.time()))
     metrics = ServingMetrics(drafter.block_size, cfg.max_batch)
-    policy = draft_policy_factory(cfg.draft_length, model, choice, log)
+    policy, gate = draft_policy_factory(cfg.draft_length, model, choice, log)
 
     def make_decoder() -> BatchDecoder:
-        return BatchDecoder(model, drafter, cfg.max_batch, draft_policy=policy)
+        return BatchDecoder(model, drafter, cfg.max_batch, draft_policy=policy, gate=gate)
 
     engine = EngineLoop(make_decoder, EngineConfig(cfg.max_batch, cfg.max_queue, cfg.drain_s), metrics)
     return create_app(served, engine, metrics), engine
 
 
 def draft_policy_factory(draft_length: str, model, choice, log=print):
-    """Each request's verification-length policy (`draft_length.DraftLengthPolicy`), or None.
+    """(each request's verification-length policy factory or None, the batch's drafting gate or None).
 
     "auto": adaptive, from this machine's measured pass costs taken as each request's share of
     the batched pass (`BatchShare`), the drafter's measured pass time and its acceptance
-    calibration; "all": verify every drafted token; k: verify exactly k - 1 drafted tokens.
+    calibration, with a `BatchGate` that skips the drafter pass while drafting does not pay (it
+    replaces each request's own back-off); "all": verify every drafted token; k: verify exactly
+    k - 1 drafted tokens.
     """
-    from d3d.inference.batch_engine import BatchShare
+    from d3d.inference.batch_engine import BatchGate, BatchShare
     from d3d.inference.draft_length import Calibration, DraftLengthPolicy, parse_draft_length
     from d3d.inference.pass_costs import PassCosts, drafter_pass_seconds, machine_pass_costs
 
     if draft_length == "all":
-        return None
+        return None, None
     rows = parse_draft_length(draft_length)
     if rows is not None:
-        return lambda batch_size: DraftLengthPolicy(PassCosts({1: 1.0}), fixed=rows - 1)
+        return (lambda batch_size: DraftLengthPolicy(PassCosts({1: 1.0}), fixed=rows - 1)), None
     costs = machine_pass_costs(model, log=log)
     draft_s = drafter_pass_seconds(choice.drafter, model, costs)
     calibration = Calibration.load(choice.path)
     log(f"[d3d serve] adaptive verification length: t_v(1) {costs.seconds(1) * 1e3:.1f} ms, t_v(16) "
         f"{costs.seconds(16) * 1e3:.1f} ms, t_d {draft_s * 1e3:.1f} ms, "
         f"{'identity' if calibration.identity else 'measured'} calibration")
-    return lambda batch_size: DraftLengthPolicy(BatchShare(costs, batch_size), calibration, draft_s=draft_s)
+    gate = BatchGate(costs, draft_s, choice.drafter.block_size)
+    return (lambda batch_size: DraftLengthPolicy(BatchShare(costs, batch_size), calibration, draft_s=draft_s,
+                                                 max_skip=0)), gate
 
 
 def check_port_free(host: str, port: int) -> None:
