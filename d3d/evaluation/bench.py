@@ -10,6 +10,9 @@ Modes (the `MODES` registry; a new mode is one more entry):
     ar-drafter   classic speculative decoding on the native runtime: an AR draft model of the same
                  depth (`ar_drafter`, trained with the AR loss alone) drafts k tokens, one pass each
     hf-assisted  the same AR draft model through transformers' assisted generation (fixed k)
+    llamacpp     llama.cpp on the target's GGUF, greedy (an optional extra, `llamacpp.py`)
+    ar@float32, sync@int8, ...   a mode on another dtype / weight format of the target (`variants.py`:
+                 what each is compared with; every mode also gets `speedup_vs_fastest_plain`)
 
 With `sweep` (a list of budgets "C,F"), the async mode runs once per budget, as modes named
 `async@C,F` sharing one drafting worker: the budget sweep of docs/async.md (speedup and hit rate
@@ -83,6 +86,11 @@ from d3d.evaluation.agreement import AGREEMENT_RULE, agreement_summary, classify
 from d3d.evaluation.bench_results import ResultsFile, d3d_version, directory_digest, results_path_for
 from d3d.evaluation.suites import BUILTIN_SUITES, Prompt, load_suite
 from d3d.evaluation.timeline import plot_timeline, save_timeline
+from d3d.evaluation.llamacpp import import_llama_cpp, run_llamacpp
+from d3d.evaluation.variants import (
+    add_fastest_plain, agreement_with_ar, close_variants, cross_target, pipeline_for, reference_of, split_variant,
+    variant_runner, with_references,
+)
 from d3d.inference.async_engine import AsyncConfig
 from d3d.inference.successors import Budget
 from d3d.inference.baselines import hf_generate
@@ -132,7 +140,7 @@ def run_hf_assisted(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -
 
 MODES: dict[str, ModeRunner] = {
     "ar": run_ar, "sync": run_sync, "async": run_async, "hf": run_hf, "pld": run_pld,
-    "ar-drafter": run_ar_drafter, "hf-assisted": run_hf_assisted,
+    "ar-drafter": run_ar_drafter, "hf-assisted": run_hf_assisted, "llamacpp": run_llamacpp,
 }
 DRAFTER_MODES = ("sync", "async")  # modes that use the drafter (their summary names it)
 AR_DRAFTER_MODES = ("ar-drafter", "hf-assisted")  # modes that use the AR draft model
@@ -149,6 +157,8 @@ def runner_for(mode: str) -> ModeRunner:
     """The runner of a mode name, budget-sweep and selective-prefill (sync@keepRHO) modes included."""
     if mode_keep(mode) is not None:
         return keep_runner(mode_keep(mode), mode_selector(mode))
+    if split_variant(mode)[1] is not None:  # ar@float32, sync@int8, ... (variants.py)
+        return variant_runner(mode)
     if base_mode(mode) == "async" and SWEEP_SEPARATOR in mode:
         budget = mode.split(SWEEP_SEPARATOR, 1)[1]
 
@@ -193,6 +203,8 @@ class BenchConfig:
     dtype: str | None = None  # "auto" (bfloat16 where the hardware has it; the CLI's default), "bfloat16",
     # "float16", "float32" or None (the library's default: float32 on a CPU, bfloat16 on CUDA)
     draft_length: str = "auto"  # rows verified per sync round: "auto" (chosen per round) or k
+    precision: str = "auto"  # precision switches: a preset (auto, none, all) or switch names (`precision.py`)
+    weights: str = "dense"  # "int8": weight-only int8 target and drafter for every mode (`quantize.py`)
 
     def __post_init__(self) -> None:
         self.modes = tuple(self.modes)
@@ -209,7 +221,7 @@ class BenchConfig:
             else:
                 modes.append(mode)
         modes += keep_modes(self.prefill_keep, parse_selectors(self.prefill_select))
-        return tuple(dict.fromkeys(modes))
+        return tuple(with_references(modes))
 
     def generation(self) -> GenerationConfig:
         sampling = SamplingConfig(self.temperature, self.top_k, self.top_p)
@@ -217,9 +229,14 @@ class BenchConfig:
 
     def validate(self) -> None:
         """D3DError for any bad value, before anything is loaded."""
-        unknown = [m for m in self.modes if m not in MODES]
+        unknown = [m for m in self.modes if m not in MODES and split_variant(m)[1] is None]
         if unknown:
-            raise D3DError(f"unknown mode '{unknown[0]}' (choose from {', '.join(MODES)})")
+            raise D3DError(f"unknown mode '{unknown[0]}' (choose from {', '.join(MODES)}, or ar/sync/async@VARIANT "
+                           "with a dtype and/or weight format, e.g. ar@float32, sync@int8)")
+        if "llamacpp" in self.modes:
+            if self.temperature != 0:
+                raise D3DError("mode llamacpp runs greedy only (temperature 0)")
+            import_llama_cpp()  # a one-line error naming the extra, before anything loads
         if self.limit is not None and self.limit < 1:
             raise D3DError(f"limit must be at least 1, got {self.limit}")
         if self.block_size is not None and self.block_size < 2:
@@ -261,6 +278,8 @@ class BenchConfig:
             () if set(AR_DRAFTER_MODES) & set(self.modes) else AR_DRAFTER_KEYS)
         unused += () if self.prefill_keep else ("prefill_keep", "prefill_chunk")
         unused += self._unused_selector_keys()
+        unused += ("precision",) if self.precision == "auto" else ()  # keys of runs made before these settings
+        unused += ("weights",) if self.weights == "dense" else ()
         for name in ("limit", "out", "fresh", "timeline") + unused:
             key.pop(name)
         key["modes"] = list(self.run_modes)
@@ -348,11 +367,13 @@ def run_prompt(pipe: Pipeline, modes: tuple[str, ...], index: int, prompt: Promp
 
 
 def add_agreement(pipe: Pipeline, prompt_ids: Tensor, results: dict[str, dict]) -> None:
-    """Classify every greedy mode's output against plain decoding's (`agreement.py`)."""
-    reference = results["ar"]["tokens"]
+    """Classify every greedy mode's output against plain decoding's of its own target (`agreement.py`;
+    `variants.reference_of`); modes on another model (`variants.cross_target`) are not judged."""
     for mode, record in results.items():
-        if mode != "ar" and mode_keep(mode) is None:
-            record |= classify(reference, record["tokens"], prompt_ids, exact_target(pipe), pipe.target.dtype).as_dict()
+        if mode != "ar" and mode_keep(mode) is None and not cross_target(mode):
+            own = pipeline_for(pipe, mode)
+            reference = results[reference_of(mode)]["tokens"]
+            record |= classify(reference, record["tokens"], prompt_ids, exact_target(own), own.target.dtype).as_dict()
 
 
 def rejudge(pipe: Pipeline, rows: dict[str, dict], prompts: dict[str, Prompt]) -> None:
@@ -362,8 +383,9 @@ def rejudge(pipe: Pipeline, rows: dict[str, dict], prompts: dict[str, Prompt]) -
         stale = [m for m, r in row["results"].items() if r.get("agreement") not in (None, "identical")
                  and r.get("agreement_rule", 1) < AGREEMENT_RULE]
         if stale:
+            wanted = {"ar", *stale, *(reference_of(m) for m in stale)}
             add_agreement(pipe, pipe.target.encode_chat(prompts[prompt_id].text),
-                          {"ar": row["results"]["ar"]} | {m: row["results"][m] for m in stale})
+                          {m: r for m, r in row["results"].items() if m in wanted})
 
 
 def exact_target(pipe: Pipeline):
@@ -412,11 +434,15 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
     summary = {}
     for mode in modes:
         records = [row["results"][mode] for row in rows]
+        refs = [row["results"][reference_of(mode)] for row in rows]  # its own target's plain decoding
         same = greedy and mode_keep(mode) is None  # a keep mode's target reads another prompt
-        identical = all(r["tokens"] == a["tokens"] for r, a in zip(records, ar_records)) if same else None
+        identical = all(r["tokens"] == a["tokens"] for r, a in zip(records, refs)) if same else None
         summary[mode] = _mode_summary(_mode_totals(records), ar, identical, len(rows))
-        if same and mode != "ar":
-            summary[mode] |= agreement_summary([_agreement_kind(r, a) for r, a in zip(records, ar_records)])
+        if same and cross_target(mode):  # another model: how far it follows ar (variants.py)
+            summary[mode]["agreement_with_ar"] = agreement_with_ar([r["tokens"] for r in records],
+                                                                   [a["tokens"] for a in ar_records])
+        elif same and mode != "ar":
+            summary[mode] |= agreement_summary([_agreement_kind(r, a) for r, a in zip(records, refs)])
         if base_mode(mode) in DRAFTER_MODES or mode in AR_DRAFTER_MODES:
             summary[mode] |= _drafting_summary(base_mode(mode), _mode_totals(records), records)
         if base_mode(mode) in DRAFTER_MODES and drafter is not None:
@@ -428,6 +454,7 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
     for mode in summary:
         if base_mode(mode) == "async" and "sync" in summary:
             summary[mode]["speedup_vs_sync"] = _rounded(_ratio(summary["sync"]["total_s"], summary[mode]["total_s"]))
+    add_fastest_plain(summary)
     return summary
 
 
@@ -485,19 +512,23 @@ def _fmt(value, spec: str) -> str:
 
 
 def format_table(summary: dict) -> str:
-    """One row per mode: tau, tokens/s, speedup, identical, mean t_d / t_v, prompts, tokens, hit rate and
-    hidden share (t_d: sync's draft, async's packed successor pass). Where outputs differ, identical
-    reads "I/Tt/Dd": I identical prompts, T near ties, D divergences (`agreement.py`)."""
-    head = (f"{'mode':<11} {'tau':>6} {'tok/s':>8} {'speedup':>8} {'identical':>9} {'t_d ms':>8} {'t_v ms':>8} "
+    """One row per mode: tau, tokens/s, speedup (against ar, and per token against the run's fastest plain
+    decoding: "vs best"), identical, mean t_d / t_v, prompts, tokens, hit rate and hidden share (t_d:
+    sync's draft, async's packed successor pass). Where outputs differ, identical reads "I/Tt/Dd": I
+    identical prompts, T near ties, D divergences (`agreement.py`); for a mode on another model
+    (ar@VARIANT, llamacpp) "~I/N": I of N prompts equal ar's output (agreement, `variants.py`)."""
+    head = (f"{'mode':<11} {'tau':>6} {'tok/s':>8} {'speedup':>8} {'vs best':>8} {'identical':>9} {'t_d ms':>8} {'t_v ms':>8} "
             f"{'prompts':>7} {'tokens':>7} {'hit':>5} {'hidden':>6}")
     lines = [head, "-" * len(head)]
     for mode, s in summary.items():
         identical = "-" if s["identical"] is None else ("yes" if s["identical"] else "NO")
         if "near_ties" in s and not s["identical"]:  # identical prompts / near ties / divergences
             identical = f"{s['identical_prompts']}/{s['near_ties']}t/{s['divergences']}d"
+        if "agreement_with_ar" in s and not s["identical"]:
+            identical = f"~{s['agreement_with_ar']['identical_prompts']}/{s['n_prompts']}"
         lines.append(
             f"{mode:<11} {_fmt(s['tau'], '.3f'):>6} {_fmt(s['tokens_per_s'], '.2f'):>8} "
-            f"{_fmt(s['speedup'], '.3f'):>8} {identical:>9} {_fmt(s.get('mean_td_ms', s['mean_draft_ms']), '.2f'):>8} "
+            f"{_fmt(s['speedup'], '.3f'):>8} {_fmt(s.get('speedup_vs_fastest_plain'), '.3f'):>8} {identical:>9} {_fmt(s.get('mean_td_ms', s['mean_draft_ms']), '.2f'):>8} "
             f"{_fmt(s['mean_verify_ms'], '.2f'):>8} {s['n_prompts']:>7} {s['new_tokens']:>7} "
             f"{_fmt(s.get('hit_rate'), '.2f'):>5} {_fmt(s.get('hidden_share'), '.2f'):>6}"
         )
@@ -525,7 +556,7 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
     out = out or sys.stdout
     cfg.validate()
     prompts = load_suite(cfg.suite, cfg.limit)
-    pipe = Pipeline(load_target(cfg.target, cfg.device, cfg.dtype), cfg.drafter, cfg.block_size, cfg.async_config(),
+    pipe = Pipeline(load_target(cfg.target, cfg.device, cfg.dtype, cfg.precision, cfg.weights), cfg.drafter, cfg.block_size, cfg.async_config(),
                     cfg.ar_drafter, cfg.ar_draft_tokens)
     pipe.prefill_chunk_size = cfg.prefill_chunk
     pipe.prefill_layers = parse_probe_layers(cfg.prefill_layers)
@@ -540,6 +571,7 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
             rows = _run_pending(pipe, prompts, cfg, results, drafter)
         finally:
             _save_async_timeline(pipe, cfg.timeline)
+            close_variants(pipe)
             pipe.close()
     summary = summarize([rows[p.id] for p in prompts], cfg.run_modes, cfg.temperature == 0, drafter)
     print(format_table(summary), file=out)
