@@ -66,8 +66,8 @@ def parse_probe_layers(spec: str) -> tuple[int, ...]:
     layers: set[int] = set()
     try:
         for part in (p.strip() for p in spec.split(",") if p.strip()):
-            low, _, high = part.partition("-")
-            first, last = int(low), int(high or low)
+            low, dash, high = part.partition("-")
+            first, last = int(low), int(high if dash else low)
             if first < 0 or last < first:
                 raise ValueError
             layers.update(range(first, last + 1))
