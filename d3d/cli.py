@@ -60,13 +60,10 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
 
 
 def _runtime_flags(p: argparse.ArgumentParser) -> None:
-    """--precision and --weights: how the target computes (docs/runtime.md, "Precision switches", "int8")."""
-    p.add_argument("--precision", default="auto",
-                   help="precision switches: auto (all below float32), none, all, or a comma list of exact-logits, "
-                        "fp32-residual, fp32-attention, fixed-key-span (docs/runtime.md)")
-    p.add_argument("--weights", default="dense", choices=["dense", "int8"],
-                   help="int8: weight-only int8 projections (activations in --dtype) for the target and the drafter; "
-                        "that model is then the target of every mode")
+    """--precision and --weights (one definition, shared with `d3d serve`)."""
+    from d3d.serving.flags import add_runtime_flags
+
+    add_runtime_flags(p)
 
 
 def _dtype_flag(p: argparse.ArgumentParser) -> None:

@@ -16,3 +16,13 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drafter", default=None, help="drafter directory (default: the one shipped for the target)")
     p.add_argument("--dtype", default="auto", choices=DTYPE_CHOICES, help="target dtype")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+
+
+def add_runtime_flags(p: argparse.ArgumentParser) -> None:
+    """--precision and --weights: how the target computes (docs/runtime.md); also generate's, bench's and cost's."""
+    p.add_argument("--precision", default="auto",
+                   help="precision switches: auto (all below float32), none, all, or a comma list of exact-logits, "
+                        "fp32-residual, fp32-attention, fixed-key-span (docs/runtime.md)")
+    p.add_argument("--weights", default="dense", choices=["dense", "int8"],
+                   help="int8: weight-only int8 projections (activations in --dtype) for the target and the drafter; "
+                        "that model is then the target of every mode")

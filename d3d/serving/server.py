@@ -43,6 +43,8 @@ class ServeConfig:
     draft_length: str = "auto"  # rows verified per round: auto (adaptive per request and batch), all, or k
     drain_s: float = 30.0  # on SIGTERM, seconds running requests may still finish
     log_level: str = "warning"  # uvicorn's log level
+    precision: str = "auto"  # precision switches: a preset or switch names (`d3d/models/precision.py`)
+    weights: str = "dense"  # "int8": weight-only int8 target and drafter (`d3d/models/quantize.py`)
 
     def validate(self) -> None:
         if self.dtype not in DTYPE_NAMES:
@@ -62,10 +64,10 @@ def build(cfg: ServeConfig, log=print):
     from d3d.serving.metrics import ServingMetrics
 
     cfg.validate()
-    target = load_target(cfg.target, cfg.device, cfg.dtype)  # the pipeline resolves "auto"
+    target = load_target(cfg.target, cfg.device, cfg.dtype, cfg.precision, cfg.weights)  # the pipeline resolves "auto"
     model = target.native("serving")
     choice = load_drafter(target, cfg.drafter)
-    log(f"[d3d serve] target {target.name} ({target.dtype}, {target.device}); {choice.description}")
+    log(f"[d3d serve] target {target.name} ({target.dtype}, {target.weights} weights, {target.device}); {choice.description}")
     drafter = choice.drafter
     served = ServedModel(cfg.served_model_name or target.name, target.tokenizer, target.context_length,
                          target.eos_token_ids, model.spec.vocab_size, int(time.time()))
