@@ -12,7 +12,7 @@ tiles (this project's machine) a native build dies with SIGILL, so build with AM
 minutes on 2 cores; kept out of `make demo` and `make test`):
 
     CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
-      -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON \
+      -DGGML_AVX512=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON \
       -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" \
       .venv/bin/pip install --no-binary llama-cpp-python --no-cache-dir '.[llamacpp]'
 

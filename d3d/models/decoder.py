@@ -137,15 +137,16 @@ def rotate_half(x: Tensor) -> Tensor:
 
 def fuse_on_load(module: nn.Module, fused: str, parts: tuple[str, ...]) -> None:
     """Keep checkpoint names on disk while `module` holds one fused projection: a state dict lists
-    `parts` (views of the fused weight, split along the output rows), and loading one concatenates
-    them. So checkpoints, drafters and training keep transformers' names (`q_proj`, `up_proj`, ...)."""
+    `parts` (copies of the fused weight's rows: safetensors and Accelerate refuse partial views of
+    one storage), and loading one concatenates them. So checkpoints, drafters and training keep
+    transformers' names (`q_proj`, `up_proj`, ...)."""
 
     def split(mod: nn.Module, state: dict, prefix: str, _meta) -> None:
         for kind in ("weight", "bias"):
             tensor = state.pop(f"{prefix}{fused}.{kind}", None)
             if tensor is not None:
                 sizes = [getattr(mod, f"{fused}_sizes")[i] for i in range(len(parts))]
-                state.update({f"{prefix}{p}.{kind}": t for p, t in zip(parts, tensor.split(sizes))})
+                state.update({f"{prefix}{p}.{kind}": t.clone() for p, t in zip(parts, tensor.split(sizes))})
 
     def join(mod: nn.Module, state: dict, prefix: str, *_args) -> None:
         for kind in ("weight", "bias"):
