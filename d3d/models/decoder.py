@@ -247,20 +247,21 @@ class PassContext:
         self.num_clean = rows.num_clean
         self.has_blocks = rows.has_blocks
         self.windows = windows  # per layer of this model: its attention window (empty: every layer full)
-        self.key_span = None  # set by `fix_key_span`: every key column of the cache's capacity
+        self.key_span = None  # set by `fix_key_span`: the cache's fixed key span (`key_span`)
         self.masks = {w: self._mask(rows, cache, w) for w in set(windows) or {None}}
 
     def fix_key_span(self, rows: Rows) -> None:
-        """Attend over the cache's whole capacity, columns past the pass's end masked (`Precision`)."""
+        """Attend over the cache's key span for this pass (`KVCache.key_span`: a length that does not
+        depend on the pass's row count), columns past the pass's end masked (`Precision`)."""
         cache = self.cache
         if cache is None or rows.has_blocks:
             return
-        self.key_span = cache.capacity
         end = cache.length + rows.num_clean
-        live = torch.arange(cache.capacity, device=cache.valid.device) < end
-        key_val = cache.valid & live
-        key_pos = torch.where(live, cache.positions, torch.zeros_like(cache.positions))
-        key_grp = torch.full_like(cache.positions, -1)
+        self.key_span = span = cache.key_span(end)
+        live = torch.arange(span, device=cache.valid.device) < end
+        key_val = cache.valid[:, :span] & live
+        key_pos = torch.where(live, cache.positions[:, :span], torch.zeros_like(cache.positions[:, :span]))
+        key_grp = torch.full_like(key_pos, -1)
         self.masks = {w: (limit_to_ancestors(build_mask(rows, key_pos, key_grp, key_val, w), rows, cache.length), False)
                       for w in self.masks}
 

@@ -48,6 +48,12 @@ class KVCache:
     def capacity(self) -> int:
         return self.keys.shape[3]
 
+    def key_span(self, end: int) -> int:
+        """Key columns a fixed-span pass ending at column `end` attends over (`Precision.fixed_key_span`):
+        the whole capacity, which a decode run sizes once (prompt + budget + 1 in plain and speculative
+        decoding alike), so that a 1-row step and a k-row verification see the same span."""
+        return self.capacity
+
     @property
     def batch(self) -> int:
         return self.keys.shape[1]

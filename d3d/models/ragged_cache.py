@@ -13,7 +13,11 @@ cache gives every slot its own length:
   invalid columns past its length and overwritten later;
 - only the first `active` slots take part in a pass; `place` copies a batch-1 cache (a request's
   own prefill) into a slot and `release` moves the last active slot into the freed one, so the
-  active slots stay the prefix [0, active).
+  active slots stay the prefix [0, active);
+- spans follow the live lengths, not the buffers: a fixed-span pass (`key_span`) attends over the
+  longest live slot's end rounded up to SPAN_STEP columns, and once the longest slot fits a quarter
+  of the buffers, `release` shrinks them (never below the initial capacity), so one long request
+  does not make every later pass attend over, or the process keep, its whole length.
 
 It implements the interface `decoder.DecoderModel` uses (`reserve`, `write_meta`, `write_layer`,
 `layer_view`, `advance`, `length`, `has_padding`, `positions`, `valid`) and knows nothing about
@@ -33,6 +37,7 @@ from torch import Tensor
 
 from d3d.models.kv_cache import KVCache, allocate_buffers
 
+SPAN_STEP = 128  # a fixed-span pass attends over its end rounded up to this many columns
 
 class RaggedKVCache:
     """Keys/values of up to `max_batch` sequences, each with its own length."""
@@ -51,6 +56,7 @@ class RaggedKVCache:
         self._keys, self._values, self._positions, self._valid = allocate_buffers(
             num_layers, max_batch, num_kv_heads, head_dim, capacity, dtype, device)
         self.lengths: list[int] = []  # columns held by each active slot (host side, one per slot)
+        self.initial_capacity = capacity  # the buffers never shrink below it
         self._offsets: Tensor | None = None  # [active, 1] lengths at the start of the current pass
 
     @property
@@ -74,6 +80,12 @@ class RaggedKVCache:
     @property
     def batch(self) -> int:
         return self.active
+
+    def key_span(self, end: int) -> int:
+        """Key columns a fixed-span pass ending at column `end` attends over (`Precision.fixed_key_span`):
+        `end` rounded up to SPAN_STEP, at most the capacity. It follows the live lengths, and within a
+        step of columns it does not depend on how many rows the pass has."""
+        return min(self.capacity, -(-end // SPAN_STEP) * SPAN_STEP)
 
     @property
     def length(self) -> int:
@@ -192,7 +204,20 @@ class RaggedKVCache:
         self._valid[last] = False
         self.lengths.pop()
         self._offsets = None
+        self._shrink()
         return moved
+
+    def _shrink(self) -> None:
+        """Halve the buffers (repeatedly) while the longest live slot fits a quarter of them."""
+        keep = self.capacity
+        while 4 * self.length <= keep and keep // 2 >= self.initial_capacity:
+            keep //= 2
+        if keep == self.capacity:
+            return
+        self._keys = self._keys[:, :, :, :keep].clone()
+        self._values = self._values[:, :, :, :keep].clone()
+        self._positions = self._positions[:, :keep].clone()
+        self._valid = self._valid[:, :keep].clone()
 
 
 def new_ragged_cache(model, max_batch: int, capacity: int = 256) -> RaggedKVCache:
