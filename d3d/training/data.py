@@ -4,6 +4,9 @@ Job (DESIGN.md "Training"): collect prompts, keep held-out evaluation prompts ou
 each with the target and write one row per prompt:
 
     id, source, prompt, prompt_ids, response, response_ids, finish_reason
+    [topk_ids, topk_logprobs]   with --top-k-logits K: per response position, the target's K
+               likeliest tokens and their log-probabilities (temperature 1, 3 decimals), for
+               distillation; position i is the distribution response_ids[i] was chosen from
 
     prompts    JSONL files (`prompt`, optional `id`), a Hugging Face dataset (name or local path,
                split, column), and self-instruct: the instruct target writes user turns itself from
@@ -98,6 +101,8 @@ class DataConfig:
     limit: int | None = None  # first N usable prompts only (after deduplication and decontamination)
     exclude: tuple[Path, ...] = ()  # JSONL files of held-out prompts, on top of HumanEval
     device: str | None = None  # cpu, cuda ... (default: cuda if available)
+    dtype: str | None = None  # auto, bfloat16, float16, float32 (default: float32 on a CPU, bfloat16 on CUDA)
+    top_k_logits: int = 0  # record the target's k likeliest tokens and log-probabilities per response position
     progress: bool = True  # show progress bars
 
     def validate(self) -> None:
@@ -109,6 +114,10 @@ class DataConfig:
             raise D3DError("--max-new-tokens must be >= 2, --batch-size >= 1, --self-instruct >= 0")
         if self.limit is not None and self.limit < 1:
             raise D3DError(f"--limit must be at least 1, got {self.limit}")
+        if not 0 <= self.top_k_logits <= 64:
+            raise D3DError(f"--top-k-logits must be between 0 and 64, got {self.top_k_logits}")
+        if self.top_k_logits and self.endpoint:
+            raise D3DError("--top-k-logits needs the local target (an endpoint returns text, not logits)")
         if self.greedy and (self.temperature is not None or self.top_p is not None):
             raise D3DError("--greedy conflicts with --temperature/--top-p")
         if self.endpoint and not re.match(r"^https?://", self.endpoint):
@@ -171,7 +180,7 @@ def resolve_sampling(cfg: DataConfig, model_dir: Path) -> tuple[SamplingConfig, 
 def load_data_target(cfg: DataConfig) -> Target:
     """The target; with an endpoint (and no self-instruct) only its tokenizer and config are loaded."""
     if not cfg.endpoint or cfg.self_instruct:
-        return load_target(cfg.target, cfg.device)
+        return load_target(cfg.target, cfg.device, cfg.dtype)
     model_dir = hub.resolve_model_dir(cfg.target)
     tokenizer, why = hub.load_tokenizer(model_dir), "responses come from an endpoint"
     return Target(cfg.target or hub.DEFAULT_TARGET, model_dir, tokenizer, None, why, device=torch.device("cpu"))
@@ -181,7 +190,7 @@ def make_response_source(cfg: DataConfig, target: Target, sampling: SamplingConf
     if cfg.endpoint:
         endpoint = EndpointConfig(cfg.endpoint, cfg.endpoint_model)
         return EndpointResponses(endpoint, target.tokenizer, sampling, cfg.max_new_tokens, cfg.seed)
-    return TargetResponses(target, sampling, cfg.max_new_tokens, cfg.seed)
+    return TargetResponses(target, sampling, cfg.max_new_tokens, cfg.seed, cfg.top_k_logits)
 
 
 def source_names(cfg: DataConfig) -> list[str]:
@@ -262,8 +271,11 @@ def screen_rows(
             report.contaminated_responses += 1
         else:
             r = pending.record
-            rows.append({"id": r.id, "source": r.source, "prompt": r.text, "prompt_ids": pending.ids,
-                         "response": answer.text, "response_ids": answer.ids, "finish_reason": answer.finish_reason})
+            row = {"id": r.id, "source": r.source, "prompt": r.text, "prompt_ids": pending.ids,
+                   "response": answer.text, "response_ids": answer.ids, "finish_reason": answer.finish_reason}
+            if answer.topk_ids is not None:
+                row |= {"topk_ids": answer.topk_ids, "topk_logprobs": answer.topk_logprobs}
+            rows.append(row)
     return rows
 
 

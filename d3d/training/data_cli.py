@@ -43,6 +43,11 @@ def add_data_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--exclude", action="append", default=[], metavar="PATH.jsonl",
                    help="held-out prompts to keep out of the data, on top of HumanEval (repeatable)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+    p.add_argument("--dtype", default=None, choices=["auto", "bfloat16", "float16", "float32"],
+                   help="target weights' dtype (default: float32 on a CPU, bfloat16 on CUDA; auto: bfloat16 where fast)")
+    p.add_argument("--top-k-logits", type=int, default=0, metavar="K",
+                   help="also record the target's K likeliest tokens and log-probabilities per response position "
+                        "(for distillation); 0 = off")
     p.set_defaults(func=cmd_data)
 
 
@@ -55,6 +60,7 @@ def cmd_data(args: argparse.Namespace) -> int:
         endpoint_model=args.endpoint_model, target=args.target, max_new_tokens=args.max_new_tokens,
         batch_size=args.batch_size, greedy=args.greedy, temperature=args.temperature, top_p=args.top_p,
         seed=args.seed, limit=args.limit, exclude=tuple(Path(p) for p in args.exclude), device=args.device,
+        dtype=args.dtype, top_k_logits=args.top_k_logits,
     )
     report = generate_dataset(cfg)
     print(format_report(report))

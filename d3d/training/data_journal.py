@@ -19,7 +19,7 @@ from pathlib import Path
 from d3d.errors import D3DError
 from d3d.jsonl import JsonlFile
 
-SETTINGS_KEYS = ("target_dir", "tokenizer_fingerprint", "responses", "sampling", "max_new_tokens", "seed")
+SETTINGS_KEYS = ("target_dir", "tokenizer_fingerprint", "responses", "sampling", "max_new_tokens", "seed", "dtype")
 
 
 def log(message: str) -> None:
@@ -60,12 +60,15 @@ def read_rows(path: Path) -> list[dict]:
     return pq.read_table(path).to_pylist()
 
 
-def _row_schema():
+def _row_schema(top_k: bool = False):
     import pyarrow as pa
 
     ids = pa.list_(pa.int32())
-    return pa.schema([("id", pa.string()), ("source", pa.string()), ("prompt", pa.string()), ("prompt_ids", ids),
-                      ("response", pa.string()), ("response_ids", ids), ("finish_reason", pa.string())])
+    fields = [("id", pa.string()), ("source", pa.string()), ("prompt", pa.string()), ("prompt_ids", ids),
+              ("response", pa.string()), ("response_ids", ids), ("finish_reason", pa.string())]
+    if top_k:
+        fields += [("topk_ids", pa.list_(ids)), ("topk_logprobs", pa.list_(pa.list_(pa.float32())))]
+    return pa.schema(fields)
 
 
 class DataWriter:
@@ -108,10 +111,13 @@ class DataWriter:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        earlier = [pq.read_table(self.out).cast(_row_schema())] if self.out.is_file() else []
         have = self._parquet_ids()
         fresh = [r for r in self._journal_rows() if r["id"] not in have]  # a crash may follow the rename
-        merged = pa.concat_tables(earlier + [pa.Table.from_pylist(fresh, schema=_row_schema())])
+        top_k = any("topk_ids" in r for r in fresh) or (
+            self.out.is_file() and "topk_ids" in pq.read_schema(self.out).names)
+        schema = _row_schema(top_k)
+        earlier = [pq.read_table(self.out).cast(schema)] if self.out.is_file() else []
+        merged = pa.concat_tables(earlier + [pa.Table.from_pylist(fresh, schema=schema)])
         staging = self.out.with_name(f".{self.out.name}.partial")
         pq.write_table(merged, staging)
         os.replace(staging, self.out)

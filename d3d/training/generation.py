@@ -29,6 +29,8 @@ class Generated:
 
     tokens: list[int]  # new token ids; the last is the stop token when finish_reason is "eos"
     finish_reason: str  # "eos", "max_new_tokens" or "context"
+    topk_ids: list[list[int]] | None = None  # [len(tokens)][k] the target's k likeliest tokens per position
+    topk_logprobs: list[list[float]] | None = None  # [len(tokens)][k] their log-probabilities (temperature 1)
 
 
 def row_seed(seed: int, key: str) -> int:
@@ -74,19 +76,37 @@ class TokenPicker:
         return torch.stack([sample(probs[i], g) for i, g in enumerate(self.generators)])
 
 
-class RowTracker:
-    """Per-row outputs and stop decisions of a batch."""
+LOGPROB_DECIMALS = 3  # stored top-k log-probabilities are rounded to this many decimals
 
-    def __init__(self, limits: list[int], stop_ids: frozenset[int], max_new_tokens: int) -> None:
-        self.limits, self.stop_ids, self.max_new_tokens = limits, stop_ids, max_new_tokens
+
+def top_logprobs(logits: Tensor, k: int) -> tuple[list[list[int]], list[list[float]]]:
+    """The k likeliest tokens of each row and their log-probabilities: logits [b, V] -> two [b][k] lists."""
+    values, ids = torch.log_softmax(logits.float(), dim=-1).topk(k, dim=-1)
+    return ids.tolist(), values.mul(10**LOGPROB_DECIMALS).round().div(10**LOGPROB_DECIMALS).tolist()
+
+
+class RowTracker:
+    """Per-row outputs and stop decisions of a batch (and, optionally, the target's top-k per position)."""
+
+    def __init__(self, limits: list[int], stop_ids: frozenset[int], max_new_tokens: int, top_k: int = 0) -> None:
+        self.limits, self.stop_ids, self.max_new_tokens, self.top_k = limits, stop_ids, max_new_tokens, top_k
         self.tokens: list[list[int]] = [[] for _ in limits]
         self.reasons: list[str | None] = [None] * len(limits)
+        self.topk_ids: list[list[list[int]]] = [[] for _ in limits]
+        self.topk_logprobs: list[list[list[float]]] = [[] for _ in limits]
 
-    def push(self, tokens: list[int]) -> bool:
-        """Record one token per row (finished rows ignore theirs); True once every row is done."""
+    def push(self, tokens: list[int], logits: Tensor | None = None) -> bool:
+        """Record one token per row (finished rows ignore theirs); True once every row is done.
+
+        With `top_k`, `logits` [b, V] (the distribution each token was drawn from) gives the row's top-k.
+        """
+        ids, logprobs = top_logprobs(logits, self.top_k) if self.top_k and logits is not None else (None, None)
         for i, token in enumerate(tokens):
             if self.reasons[i] is None:
                 self.tokens[i].append(token)
+                if ids is not None:
+                    self.topk_ids[i].append(ids[i])
+                    self.topk_logprobs[i].append(logprobs[i])
                 self.reasons[i] = self._reason(i, token)
         return all(r is not None for r in self.reasons)
 
@@ -101,7 +121,10 @@ class RowTracker:
         return torch.tensor([r is not None for r in self.reasons], device=device)
 
     def results(self) -> list[Generated]:
-        return [Generated(t, r or "max_new_tokens") for t, r in zip(self.tokens, self.reasons)]
+        if not self.top_k:
+            return [Generated(t, r or "max_new_tokens") for t, r in zip(self.tokens, self.reasons)]
+        return [Generated(t, r or "max_new_tokens", ids, lp)
+                for t, r, ids, lp in zip(self.tokens, self.reasons, self.topk_ids, self.topk_logprobs)]
 
 
 def context_room(model: DecoderModel, prompt_len: int) -> int:
@@ -118,12 +141,14 @@ def generate_batch(
     stop_ids: frozenset[int],
     seeds: Sequence[int] | None = None,
     pad_id: int = 0,
+    top_k_logits: int = 0,
 ) -> list[Generated]:
     """Answer token prompts together: left padding, one cached pass per step, per-row stops.
 
     Rows that are done keep being fed `pad_id` (their outputs are ignored) until all are done.
     When sampling, row i draws from a generator seeded with seeds[i] (default: i), so its tokens
-    do not depend on the rest of the batch, up to float rounding.
+    do not depend on the rest of the batch, up to float rounding. With `top_k_logits` = k > 0 each
+    row also records the target's k likeliest tokens and their log-probabilities per position.
     """
     dev = model.device
     limits = [min(max_new_tokens, context_room(model, len(p))) for p in prompts]
@@ -133,11 +158,11 @@ def generate_batch(
     cache = model.new_cache(len(prompts), ids.shape[1] + max(limits))
     logits = model(Rows.clean(ids, start, valid=valid), cache, logits_from=ids.shape[1] - 1)[:, -1]
     pick = TokenPicker(sampling, seeds if seeds is not None else range(len(prompts)), dev)
-    rows = RowTracker(limits, stop_ids, max_new_tokens)
+    rows = RowTracker(limits, stop_ids, max_new_tokens, top_k_logits)
     positions = torch.tensor([len(p) for p in prompts], device=dev)
     for step in range(max(limits)):
         tokens = pick(logits)  # [b]
-        if rows.push(tokens.tolist()):  # the one deliberate host sync per step
+        if rows.push(tokens.tolist(), logits):  # the one deliberate host sync per step
             break
         feed = torch.where(rows.finished(dev), pad_id, tokens)
         logits = model(Rows.clean(feed[:, None], positions + step), cache)[:, -1]
@@ -159,6 +184,8 @@ class Response:
     ids: list[int]  # response token ids, the end-of-turn token last when the model stopped on it
     text: str  # the response text without special tokens
     finish_reason: str  # "eos", "max_new_tokens" or "context"
+    topk_ids: list[list[int]] | None = None  # [len(ids)][k] the target's likeliest tokens per position, if recorded
+    topk_logprobs: list[list[float]] | None = None  # [len(ids)][k] their log-probabilities
 
 
 class ResponseSource(ABC):
@@ -176,15 +203,18 @@ class ResponseSource(ABC):
 class TargetResponses(ResponseSource):
     """The local target on the native runtime, batched with left padding."""
 
-    def __init__(self, target: Target, sampling: SamplingConfig, max_new_tokens: int, seed: int) -> None:
+    def __init__(self, target: Target, sampling: SamplingConfig, max_new_tokens: int, seed: int, top_k_logits: int = 0) -> None:
         self.target, self.sampling, self.max_new_tokens, self.seed = target, sampling, max_new_tokens, seed
+        self.top_k_logits = top_k_logits
         self.model = target.native("data generation")
 
     def settings(self) -> dict:
-        return {"kind": "native"}
+        return {"kind": "native", "top_k_logits": self.top_k_logits} if self.top_k_logits else {"kind": "native"}
 
     def respond(self, batch: list[PendingPrompt]) -> list[Response]:
         seeds = [row_seed(self.seed, p.record.id) for p in batch]
         stops, pad = frozenset(self.target.eos_token_ids), pad_token_id(self.target.tokenizer)
-        outs = generate_batch(self.model, [p.ids for p in batch], self.max_new_tokens, self.sampling, stops, seeds, pad)
-        return [Response(o.tokens, self.target.decode(o.tokens), o.finish_reason) for o in outs]
+        outs = generate_batch(self.model, [p.ids for p in batch], self.max_new_tokens, self.sampling, stops, seeds, pad,
+                              self.top_k_logits)
+        return [Response(o.tokens, self.target.decode(o.tokens), o.finish_reason, o.topk_ids, o.topk_logprobs)
+                for o in outs]

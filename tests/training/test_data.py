@@ -19,6 +19,7 @@ from d3d.cli import build_parser, main
 from d3d.errors import D3DError
 from d3d.inference.pipeline import Target, load_target
 from d3d.inference.sampling import SamplingConfig
+from d3d.models.attention import Rows
 from d3d.models.decoder import load_decoder
 from d3d.training import data, self_instruct
 from d3d.training.data import DataConfig, DataReport, generate_dataset, screen_rows
@@ -92,6 +93,41 @@ def test_batched_sampling_matches_single_rows_with_their_seeds(tiny_llama_dir):
     alone = [generate_batch(model, [p], 8, hot, frozenset(), [s])[0] for p, s in zip(prompts, seeds)]
     assert [b.tokens for b in batched] == [a.tokens for a in alone]
     assert len({tuple(b.tokens) for b in batched}) == 3
+
+
+def test_recorded_top_k_is_the_distribution_each_token_came_from(tiny_llama_dir):
+    """Row i, position t: the k likeliest tokens of a full uncached forward over prompt + tokens[:t]."""
+    model = load_decoder(tiny_llama_dir, dtype=torch.float64)
+    prompts = random_prompts([3, 8, 5], seed=4)
+    outs = generate_batch(model, prompts, 6, SamplingConfig(temperature=1.3), frozenset(), [1, 2, 3], top_k_logits=4)
+    for prompt, out in zip(prompts, outs):
+        assert len(out.topk_ids) == len(out.tokens) == len(out.topk_logprobs) == 6
+        full = torch.tensor([prompt + out.tokens])
+        logits = model(Rows.clean(full, torch.tensor([0])))[0].double()  # [L, V]
+        for t in range(len(out.tokens)):
+            want = torch.log_softmax(logits[len(prompt) - 1 + t], -1).topk(4)
+            assert out.topk_ids[t] == want.indices.tolist()
+            assert out.topk_logprobs[t] == pytest.approx(want.values.tolist(), abs=6e-4)
+    greedy = generate_batch(model, prompts, 6, SamplingConfig(), frozenset(), top_k_logits=2)
+    assert all(o.topk_ids[t][0] == o.tokens[t] for o in greedy for t in range(6))
+    assert generate_batch(model, prompts, 3, SamplingConfig(), frozenset())[0].topk_ids is None
+
+
+def test_top_k_rows_and_dtype_reach_the_output(tmp_path, chat_target, tiny_chat_model_dir):
+    prompts = write_jsonl(tmp_path / "prompts.jsonl", word_prompts(4))
+    run(tmp_path, chat_target, prompts=(prompts,), max_new_tokens=5, top_k_logits=3)
+    rows = read_rows(tmp_path / "data.jsonl")
+    assert all(len(r["topk_ids"]) == len(r["response_ids"]) and len(r["topk_ids"][0]) == 3 for r in rows)
+    assert all(r["topk_ids"][t][0] == r["response_ids"][t] for r in rows for t in range(len(r["response_ids"])))
+    meta = json.loads((tmp_path / "data.meta.json").read_text())
+    assert meta["responses"]["top_k_logits"] == 3
+    parquet = tmp_path / "pq"
+    parquet.mkdir()
+    run(parquet, chat_target, out=parquet / "data.parquet", prompts=(prompts,), max_new_tokens=5, top_k_logits=3)
+    assert [r["topk_ids"] for r in read_rows(parquet / "data.parquet")] == [r["topk_ids"] for r in rows]
+    bf16 = load_target(str(tiny_chat_model_dir), "cpu", "bfloat16")
+    with pytest.raises(D3DError, match="dtype"):  # resuming with another dtype mixes two targets' data
+        run(tmp_path, bf16, prompts=(prompts,), max_new_tokens=5, top_k_logits=3)
 
 
 def test_generation_stops_at_the_context_limit(tiny_llama_dir):
@@ -202,6 +238,8 @@ def test_config_errors_are_one_line_d3d_errors(tmp_path):
         dict(out=tmp_path / "x.jsonl", prompts=(tmp_path,), greedy=True, temperature=0.5),
         dict(out=tmp_path / "x.jsonl", prompts=(tmp_path,), max_new_tokens=1),
         dict(out=tmp_path / "x.jsonl", prompts=(tmp_path,), endpoint="localhost:8000"),
+        dict(out=tmp_path / "x.jsonl", prompts=(tmp_path,), top_k_logits=-1),
+        dict(out=tmp_path / "x.jsonl", prompts=(tmp_path,), top_k_logits=4, endpoint="http://localhost:8000"),
     ]
     for kw in bad:
         with pytest.raises(D3DError):
@@ -415,5 +453,6 @@ def test_cli_defaults_match_the_config():
     args = build_parser().parse_args(["data", "--out", "x.jsonl"])
     cfg = DataConfig(out=Path("x.jsonl"))
     for name in ("split", "column", "self_instruct", "max_new_tokens", "batch_size", "greedy", "seed", "limit",
-                 "temperature", "top_p", "endpoint", "endpoint_model", "target", "dataset", "device"):
+                 "temperature", "top_p", "endpoint", "endpoint_model", "target", "dataset", "device", "dtype",
+                 "top_k_logits"):
         assert getattr(args, name) == getattr(cfg, name), name
