@@ -64,6 +64,8 @@ def _runtime_flags(p: argparse.ArgumentParser) -> None:
     from d3d.serving.flags import add_runtime_flags
 
     add_runtime_flags(p)
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile each layer's MLP and norms (the first passes compile; eager by default)")
 
 
 def _dtype_flag(p: argparse.ArgumentParser) -> None:
@@ -272,7 +274,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
         raise D3DError(f"--prefill-chunk must be at least 1, got {args.prefill_chunk}")
     select, layers = _prefill_selector(args.prefill_select, args.prefill_layers)
     pipe = Pipeline.load(target=args.target, drafter=args.drafter, block_size=args.block_size, device=args.device,
-                         async_config=_async_config(args), dtype=args.dtype, precision=args.precision, weights=args.weights)
+                         async_config=_async_config(args), dtype=args.dtype, precision=args.precision, weights=args.weights,
+                         compiled=args.compile)
     prompt_ids = pipe.target.encode_chat(args.prompt)
     if args.mode in ("sync", "async"):
         print(f"[d3d] {pipe.drafter.description}", file=sys.stderr)
@@ -330,7 +333,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
         raise D3DError(f"--sizes must be comma-separated integers, got '{args.sizes}'") from None
     if not sizes or sizes[0] < 1 or args.context < 1 or args.repeats < 1:
         raise D3DError("--sizes, --context and --repeats must be positive")
-    model = load_target(args.target, args.device, args.dtype, args.precision, args.weights).native("pass timing")
+    target = load_target(args.target, args.device, args.dtype, args.precision, args.weights, args.compile)
+    model = target.native("pass timing")
     if args.profile:
         from d3d.evaluation.step_profile import print_step_profiles
 

@@ -205,6 +205,7 @@ class BenchConfig:
     draft_length: str = "auto"  # rows verified per sync round: "auto" (chosen per round) or k
     precision: str = "auto"  # precision switches: a preset (auto, none, all) or switch names (`precision.py`)
     weights: str = "dense"  # "int8": weight-only int8 target and drafter for every mode (`quantize.py`)
+    compile: bool = False  # torch.compile each target layer's MLP and norms (`compiled.py`)
 
     def __post_init__(self) -> None:
         self.modes = tuple(self.modes)
@@ -280,6 +281,7 @@ class BenchConfig:
         unused += self._unused_selector_keys()
         unused += ("precision",) if self.precision == "auto" else ()  # keys of runs made before these settings
         unused += ("weights",) if self.weights == "dense" else ()
+        unused += ("compile",) if not self.compile else ()
         for name in ("limit", "out", "fresh", "timeline") + unused:
             key.pop(name)
         key["modes"] = list(self.run_modes)
@@ -556,7 +558,7 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
     out = out or sys.stdout
     cfg.validate()
     prompts = load_suite(cfg.suite, cfg.limit)
-    pipe = Pipeline(load_target(cfg.target, cfg.device, cfg.dtype, cfg.precision, cfg.weights), cfg.drafter, cfg.block_size, cfg.async_config(),
+    pipe = Pipeline(load_target(cfg.target, cfg.device, cfg.dtype, cfg.precision, cfg.weights, cfg.compile), cfg.drafter, cfg.block_size, cfg.async_config(),
                     cfg.ar_drafter, cfg.ar_draft_tokens)
     pipe.prefill_chunk_size = cfg.prefill_chunk
     pipe.prefill_layers = parse_probe_layers(cfg.prefill_layers)

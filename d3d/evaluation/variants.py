@@ -100,7 +100,8 @@ def _load_variant(pipe: Pipeline, variant: str) -> Pipeline:
     run = pipe.target
     dtype = DTYPES[dtype_name] if dtype_name else run.dtype
     precision = run.model.precision if run.model is not None and dtype == run.dtype else "auto"
-    target = load_target(run.name, run.device, dtype, precision, weights or run.weights)
+    compiled = getattr(run.model, "compiled", False)
+    target = load_target(run.name, run.device, dtype, precision, weights or run.weights, compiled)
     other = Pipeline(target, pipe.drafter_spec, pipe.block_size, copy.copy(pipe.async_config), pipe.ar_drafter_spec,
                      pipe.ar_draft_tokens)
     other.draft_length = pipe.draft_length

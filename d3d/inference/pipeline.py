@@ -45,6 +45,7 @@ from d3d.inference.selectors import DEFAULT_PROBE_LAYERS, DEFAULT_SELECTOR
 from d3d.inference.stopping import StopChecker
 from d3d.models import hub
 from d3d.models.decoder import DecoderModel, load_decoder
+from d3d.models.compiled import compile_layers
 from d3d.models.precision import Precision, parse_precision
 from d3d.models.quantize import check_weights, quantize_decoder
 from d3d.models.drafter import Drafter, read_drafter_config
@@ -158,7 +159,7 @@ class Target:
 
 def load_target(
     spec: str | None = None, device: torch.device | str | None = None, dtype: torch.dtype | str | None = None,
-    precision: Precision | str | None = None, weights: str = "dense",
+    precision: Precision | str | None = None, weights: str = "dense", compiled: bool = False,
 ) -> Target:
     """The target named by `spec` on `device` in `dtype` (a torch dtype or a `--dtype` value; None:
     float32 on a CPU, bfloat16 on CUDA; "auto": `default_dtype`).
@@ -168,6 +169,7 @@ def load_target(
     stream, attention and top logits in float32, so that greedy speculative output stays equal to
     plain decoding except at near ties (docs/design.md, "Precision and near ties").
     `weights` "int8" quantizes the projections (`quantize.py`): that model is then the target.
+    `compiled` compiles each layer's MLP and norms with torch.compile (`compiled.py`; eager by default).
     """
     device = torch.device(device) if device is not None else default_device()
     dtype = resolve_dtype(dtype, device)
@@ -181,6 +183,8 @@ def load_target(
         model = load_decoder(model_dir, dtype=dtype, device=device, config=config)
         model.precision = chosen
         quantize_decoder(model, weights)
+        if compiled:
+            compile_layers(model)
     except D3DError as err:
         why = str(err)
     return Target(spec or hub.DEFAULT_TARGET, model_dir, tokenizer, model, why, dtype, device, weights)
@@ -266,8 +270,8 @@ class Pipeline:
     def load(cls, target: str | None = None, drafter: str | None = None, block_size: int | None = None,
              device: str | None = None, async_config: AsyncConfig | None = None,
              dtype: str | torch.dtype | None = None, precision: Precision | str | None = None,
-             weights: str = "dense") -> Pipeline:
-        return cls(load_target(target, device, dtype, precision, weights), drafter, block_size, async_config)
+             weights: str = "dense", compiled: bool = False) -> Pipeline:
+        return cls(load_target(target, device, dtype, precision, weights, compiled), drafter, block_size, async_config)
 
     @cached_property
     def drafter(self) -> DrafterChoice:
