@@ -11,8 +11,8 @@ import pytest
 from d3d.cli import EXIT_BAD_INPUT, main
 from d3d.errors import D3DError
 from d3d.evaluation.bench import BenchConfig, format_table, run_bench
-from d3d.models import quantize
 from d3d.evaluation.variants import add_fastest_plain, reference_of, split_variant, with_references
+from d3d.models import quantize
 
 
 def test_variant_names():
