@@ -15,7 +15,9 @@ instruction, which selective prefill always keeps). Task types, each at every co
               between the answer's first sentence and that entry's summary line (its first
               paragraph), in [0, 1]
 
-Prompt ids are "longctx/<task>-<length>-<nn>". A prompt carries its answer and metric
+Prompt ids are "longctx/<task>-<length>-<nn>". Seeds, documents, names and filler come from a
+`Sources` (`SUITE` here); the calibration set (`longctx_facts.py`) draws the same task types from
+disjoint ones. A prompt carries its answer and metric
 (`Prompt.reference`, `Prompt.metric`); `score` grades an answer. Python's own docstrings change
 between Python versions, so the multikey and docqa texts (and the bench's prompt hashes) are tied to
 the interpreter; passkey prompts are identical everywhere. This module knows nothing about models.
@@ -29,8 +31,10 @@ import importlib
 import inspect
 import random
 import re
-from collections import Counter
 import sysconfig
+from collections import Counter
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from d3d.evaluation.prompt import Prompt
@@ -52,6 +56,21 @@ NAMES = ("amber", "birch", "cobalt", "delta", "ember", "falcon", "garnet", "harb
 METRICS = ("contains", "contains-only", "f1")
 
 
+@dataclass(frozen=True)
+class Sources:
+    """Where a family of prompts draws its seeds and texts from (the suite's, or a disjoint set's)."""
+
+    namespace: str  # every prompt's random.Random is seeded by "<namespace>/<task>/<length>/<index>"
+    id_prefix: str  # prompt ids are "<id_prefix>/<task>-<length>-<nn>"
+    modules: tuple[str, ...]  # standard-library modules whose documented functions make the documents
+    names: tuple[str, ...]  # names whose secret codes the multikey prompts hide
+    filler: str  # the passkey prompts' repeated filler
+    avoid: tuple[str, ...] = ()  # modules none of whose docstring paragraphs may appear (another set's)
+
+
+SUITE = Sources("d3d-longctx", "longctx", DOC_MODULES, NAMES, FILLER)
+
+
 def longctx_prompts(per_task: int = 5, lengths: tuple[int, ...] = LENGTHS, tasks: tuple[str, ...] = TASKS) -> list[Prompt]:
     """The suite: `per_task` prompts per task and length, interleaved so that any limit that is a
     multiple of len(tasks) * len(lengths) keeps the mix (passkey-1000-00, multikey-1000-00,
@@ -60,32 +79,33 @@ def longctx_prompts(per_task: int = 5, lengths: tuple[int, ...] = LENGTHS, tasks
     return [makers[task](length, i) for i in range(per_task) for length in lengths for task in tasks]
 
 
-def _rng(task: str, length: int, index: int) -> random.Random:
-    return random.Random(f"d3d-longctx/{task}/{length}/{index}")
+def rng_for(sources: Sources, task: str, length: int, index: int) -> random.Random:
+    return random.Random(f"{sources.namespace}/{task}/{length}/{index}")
 
 
-def _pid(task: str, length: int, index: int) -> str:
-    return f"longctx/{task}-{length}-{index:02d}"
+def prompt_id(sources: Sources, task: str, length: int, index: int) -> str:
+    return f"{sources.id_prefix}/{task}-{length}-{index:02d}"
 
 
-def passkey_prompt(length: int, index: int) -> Prompt:
+def passkey_prompt(length: int, index: int, sources: Sources = SUITE) -> Prompt:
     """Single-needle retrieval in repeated filler."""
-    rng = _rng("passkey", length, index)
+    rng = rng_for(sources, "passkey", length, index)
     key = str(rng.randint(10000, 99999))
-    reps = max(1, length * CHARS_PER_TOKEN // len(FILLER))
+    filler = sources.filler
+    reps = max(1, length * CHARS_PER_TOKEN // len(filler))
     depth = rng.randint(0, reps - 1)
     needle = f"The pass key is {key}. Remember it. {key} is the pass key. "
-    context = "".join(needle + FILLER if i == depth else FILLER for i in range(reps))
+    context = "".join(needle + filler if i == depth else filler for i in range(reps))
     text = (f"There is important information hidden inside a lot of irrelevant text. Find it and memorize it.\n\n"
             f"{context.strip()}\n\nWhat is the pass key? Answer with the number only.")
-    return Prompt(_pid("passkey", length, index), text, (key,), "contains", "passkey")
+    return Prompt(prompt_id(sources, "passkey", length, index), text, (key,), "contains", "passkey", needle.strip())
 
 
-def multikey_prompt(length: int, index: int) -> Prompt:
+def multikey_prompt(length: int, index: int, sources: Sources = SUITE) -> Prompt:
     """Multi-key retrieval: several coded names spread through real text, one asked for."""
-    rng = _rng("multikey", length, index)
-    paragraphs = _doc_paragraphs(rng, length * CHARS_PER_TOKEN)
-    names = rng.sample(NAMES, MULTIKEY_NEEDLES)
+    rng = rng_for(sources, "multikey", length, index)
+    paragraphs = doc_paragraphs(rng, length * CHARS_PER_TOKEN, sources)
+    names = rng.sample(sources.names, MULTIKEY_NEEDLES)
     codes = [str(c) for c in rng.sample(range(1000, 9999), MULTIKEY_NEEDLES)]
     slots = sorted(rng.sample(range(len(paragraphs) + 1), MULTIKEY_NEEDLES))
     for offset, (slot, name, code) in enumerate(zip(slots, names, codes)):
@@ -94,13 +114,14 @@ def multikey_prompt(length: int, index: int) -> Prompt:
     others = tuple(c for i, c in enumerate(codes) if i != asked)
     text = ("Below is some documentation with a few secret codes hidden in it.\n\n" + "\n".join(paragraphs)
             + f"\n\nWhat is the secret code of {names[asked]}? Answer with the number only.")
-    return Prompt(_pid("multikey", length, index), text, (codes[asked], *others), "contains-only", "multikey")
+    return Prompt(prompt_id(sources, "multikey", length, index), text, (codes[asked], *others), "contains-only", "multikey",
+                  f"The secret code of {names[asked]} is {codes[asked]}.")
 
 
-def docqa_prompt(length: int, index: int) -> Prompt:
+def docqa_prompt(length: int, index: int, sources: Sources = SUITE) -> Prompt:
     """Say what a function does, as its reference entry (in the context) summarises it."""
-    rng = _rng("docqa", length, index)
-    entries = list(_function_entries())
+    rng = rng_for(sources, "docqa", length, index)
+    entries = list(function_entries(sources.modules))
     rng.shuffle(entries)
     chosen, size = [], 0
     for entry in entries:
@@ -108,20 +129,21 @@ def docqa_prompt(length: int, index: int) -> Prompt:
             break
         chosen.append(entry)
         size += len(entry[2])
-    name, summary, _ = chosen[rng.randrange(len(chosen))]
+    name, summary, entry = chosen[rng.randrange(len(chosen))]
     text = ("Below are reference entries of Python functions.\n\n" + "\n\n".join(e[2] for e in chosen)
             + f"\n\nAccording to the reference entries above, what does the function {name} do? Answer in one sentence.")
-    return Prompt(_pid("docqa", length, index), text, (summary,), "f1", "docqa")
+    return Prompt(prompt_id(sources, "docqa", length, index), text, (summary,), "f1", "docqa", entry.split("\n")[0])
 
 
-def _function_entries() -> list[tuple[str, str, str]]:
-    """(qualified name, summary line, entry text) of documented public functions of DOC_MODULES,
+@lru_cache(maxsize=4)
+def function_entries(modules: tuple[str, ...] = DOC_MODULES) -> tuple[tuple[str, str, str], ...]:
+    """(qualified name, summary line, entry text) of documented public functions of `modules`,
     sorted by name; only functions whose summary line is unique and at least five words long, and
     only functions defined in the standard library's own files (other libraries patch a few, e.g.
     warnings.showwarning, which would make the documents depend on what else was imported)."""
     stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
     found = {}
-    for module_name in DOC_MODULES:
+    for module_name in modules:
         module = importlib.import_module(module_name)
         for name, obj in inspect.getmembers(module, inspect.isfunction):
             doc = inspect.getdoc(obj)
@@ -132,21 +154,22 @@ def _function_entries() -> list[tuple[str, str, str]]:
             summary = doc.split("\n\n")[0].replace("\n", " ").strip()
             if len(summary.split()) < 5 or len(summary) > 200:
                 continue
-            try:
-                signature = str(inspect.signature(obj))
+            try:  # defaults that are functions print their address: drop it, it differs per process
+                signature = re.sub(r" at 0x[0-9a-fA-F]+>", ">", str(inspect.signature(obj)))
             except (TypeError, ValueError):
                 signature = "(...)"
             qualified = f"{module_name}.{name}"
             body = doc if len(doc) < 1500 else doc[:1500].rsplit("\n", 1)[0]
             found[qualified] = (qualified, summary, f"{qualified}{signature}\n{body}")
     summaries = [e[1] for e in found.values()]
-    return [found[k] for k in sorted(found) if summaries.count(found[k][1]) == 1]
+    return tuple(found[k] for k in sorted(found) if summaries.count(found[k][1]) == 1)
 
 
-def _doc_paragraphs(rng: random.Random, chars: int) -> list[str]:
-    """Seeded paragraphs of standard-library docstrings totalling about `chars` characters."""
-    paragraphs = [p.replace("\n", " ").strip() for e in _function_entries() for p in e[2].split("\n\n")[1:]]
-    paragraphs = [p for p in paragraphs if len(p) > 60]
+def doc_paragraphs(rng: random.Random, chars: int, sources: Sources = SUITE) -> list[str]:
+    """Seeded paragraphs of the docstrings of `sources.modules` totalling about `chars` characters
+    (none that `sources.avoid`'s modules also hold)."""
+    avoided = set(paragraph_pool(sources.avoid)) if sources.avoid else set()
+    paragraphs = [p for p in paragraph_pool(sources.modules) if p not in avoided]
     rng.shuffle(paragraphs)
     out, size = [], 0
     for p in paragraphs:
@@ -155,6 +178,12 @@ def _doc_paragraphs(rng: random.Random, chars: int) -> list[str]:
         out.append(p)
         size += len(p) + 1
     return out
+
+
+def paragraph_pool(modules: tuple[str, ...] = DOC_MODULES) -> list[str]:
+    """Every docstring paragraph (after the summary) of more than 60 characters of `modules`, in order."""
+    paragraphs = [p.replace("\n", " ").strip() for e in function_entries(modules) for p in e[2].split("\n\n")[1:]]
+    return [p for p in paragraphs if len(p) > 60]
 
 
 def score(prompt: Prompt, answer: str) -> float | None:

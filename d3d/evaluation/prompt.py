@@ -18,3 +18,4 @@ class Prompt:
     reference: tuple[str, ...] = ()  # answers a scored suite grades against (longctx.score); () = unscored
     metric: str = ""  # how `reference` is used (longctx.METRICS); "" = unscored
     task: str = ""  # task type within a scored suite ("passkey", ...), for per-task scores
+    evidence: str = ""  # the context's text that answers it (a selective-prefill selector must keep it); "" = unknown

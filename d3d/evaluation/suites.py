@@ -11,6 +11,8 @@ module knows nothing about models or tokenizers.
                        keeps the mix; written for this project (`mixed.jsonl` beside this module)
     "longctx"          45 long-context prompts (pass key, multi-key, documentation QA at 1k, 2k and
                        4k tokens of context), generated offline and scored (`longctx.py`)
+    "longctx2"         60: longctx plus 15 planted-fact prompts asked in other words, the suite that
+                       ranks selective-prefill selectors (`longctx_facts.py`)
     path/to/file.jsonl one JSON object per line with a string "prompt" (and optionally "id");
                        blank lines are ignored, anything else malformed is an error naming the line
 
@@ -24,6 +26,7 @@ from pathlib import Path
 
 from d3d.errors import D3DError
 from d3d.evaluation.longctx import longctx_prompts
+from d3d.evaluation.longctx_facts import longctx2_prompts
 from d3d.evaluation.prompt import Prompt
 
 HUMANEVAL_TEMPLATE = (
@@ -33,7 +36,7 @@ HUMANEVAL_TEMPLATE = (
 
 
 MIXED_SUITE = Path(__file__).with_name("mixed.jsonl")
-BUILTIN_SUITES = ("humaneval", "mixed", "longctx")
+BUILTIN_SUITES = ("humaneval", "mixed", "longctx", "longctx2")
 
 
 def load_suite(name_or_path: str, limit: int | None = None) -> list[Prompt]:
@@ -46,6 +49,8 @@ def load_suite(name_or_path: str, limit: int | None = None) -> list[Prompt]:
         prompts = jsonl_prompts(MIXED_SUITE)
     elif name_or_path.strip().lower() == "longctx":
         prompts = longctx_prompts()
+    elif name_or_path.strip().lower() == "longctx2":
+        prompts = longctx2_prompts()
     else:
         prompts = jsonl_prompts(Path(name_or_path))
     return prompts[:limit] if limit is not None else prompts
@@ -63,7 +68,7 @@ def humaneval_prompts() -> list[Prompt]:
 def jsonl_prompts(path: Path) -> list[Prompt]:
     """Prompts from a JSONL file; D3DError with the line number for any malformed line."""
     if path.suffix.lower() != ".jsonl":
-        raise D3DError(f"unknown suite '{path}' (use 'humaneval', 'mixed', 'longctx' or a path to a .jsonl file)")
+        raise D3DError(f"unknown suite '{path}' (use 'humaneval', 'mixed', 'longctx', 'longctx2' or a path to a .jsonl file)")
     if not path.is_file():
         raise D3DError(f"suite file not found: {path}")
     try:
