@@ -6,8 +6,8 @@ nested ops are not counted twice), how many bytes of weights and KV cache one pa
 rate that implies. Each size is timed without the profiler first (median of `repeats` passes after
 `context` cached tokens, the cache cropped back after each), then profiled over the same passes.
 
-This module knows nothing about drafting. `d3d cost --profile` prints one table per size, then
-one JSON line:
+This module knows nothing about drafting (and runs on the runtime of older commits too, to
+profile "before"). `d3d cost --profile` prints one table per size, then one JSON line:
 
     d3d cost --profile --dtype bfloat16 [--weights int8] [--precision none] [--sizes 1,16]
 """
@@ -51,7 +51,7 @@ class StepProfile:
 
 def _kv_bytes(model: DecoderModel, columns: int) -> int:
     s = model.spec
-    element = torch.empty((), dtype=model.cache_dtype).element_size()
+    element = torch.empty((), dtype=getattr(model, "cache_dtype", model.dtype)).element_size()  # older runtimes: no cache_dtype
     return 2 * len(model.layer_ids) * s.num_kv_heads * s.head_dim * columns * element
 
 
@@ -95,8 +95,9 @@ def print_step_profiles(model: DecoderModel, sizes: list[int], context: int = 25
                         out=sys.stdout) -> list[StepProfile]:
     """One table per pass size, then one JSON line (every op of every size)."""
     profiles = [profile_step(model, k, context, repeats) for k in sizes]
-    setting = (f"dtype {str(model.dtype).removeprefix('torch.')}, weights {model.weights}, precision "
-               f"{model.precision.describe()}, {torch.get_num_threads()} threads")
+    precision = model.precision.describe() if hasattr(model.precision, "describe") else repr(model.precision)
+    setting = (f"dtype {str(model.dtype).removeprefix('torch.')}, weights {getattr(model, 'weights', 'dense')}, "
+               f"precision {precision}, {torch.get_num_threads()} threads")
     print(setting, file=out)
     for p in profiles:
         print("\n" + format_profile(p), file=out)
