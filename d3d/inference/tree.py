@@ -103,7 +103,7 @@ def ranked_drafter_tokens(probs: Tensor, calibration: Calibration, top_k: int = 
     """
     top = probs.float().topk(min(top_k, probs.shape[-1]), -1)
     values, tokens = top.values.cpu(), top.indices.cpu()  # [n, k]
-    rates = torch.stack([calibration.acceptance(values[:, r]) for r in range(values.shape[1])], 1)
+    rates = torch.stack([calibration.acceptance(values[:, r].contiguous()) for r in range(values.shape[1])], 1)
     rates = torch.where(values > 0, rates, torch.zeros_like(rates))
     rates = rates / rates.sum(1, keepdim=True).clamp(min=1.0)
     order = torch.sort(rates, dim=1, descending=True, stable=True).indices
@@ -222,15 +222,18 @@ class TreePlanner:
         return False
 
     def plan(self, anchor: int, scores: Tensor | None, tokens: Tensor | None, lookup: LookupMatch | None,
-             depth: int) -> TokenTree:
-        """The round's tree under `anchor`, at most `depth` deep. scores, tokens: [n, k] the drafter's
-        calibrated top-k (None: no drafter this round); lookup: the lookup continuation or None."""
-        limit = self.max_nodes if self.fixed is None else min(self.fixed, self.max_nodes)
+             depth: int, room: int | None = None) -> TokenTree:
+        """The round's tree under `anchor`, at most `depth` deep and `room` nodes (None: max_nodes).
+        scores, tokens: [n, k] the drafter's calibrated top-k (None: no drafter this round); lookup:
+        the lookup continuation or None."""
+        limit = min(self.max_nodes if self.fixed is None else self.fixed, self.max_nodes,
+                    self.max_nodes if room is None else room)
         drafted = [] if scores is None else drafter_candidates(scores[:depth], tokens[:depth], limit)
         looked_up = lookup_candidates(lookup, self.lookup_rates.rates(depth))
         nodes = merge_candidates(drafted, looked_up)
         t_d = self.draft_s if scores is not None else 0.0
-        count = len(nodes[:limit]) if self.fixed is not None else self.best_count([s for _, s, _ in nodes], t_d)
+        nodes = nodes[:limit]
+        count = len(nodes) if self.fixed is not None else self.best_count([s for _, s, _ in nodes], t_d)
         if scores is not None and self.fixed is None:
             self._weigh_drafter(nodes, merge_candidates([], looked_up))
         self.nodes_hist[count] = self.nodes_hist.get(count, 0) + 1

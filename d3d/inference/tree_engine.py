@@ -169,7 +169,9 @@ def tree_decode(
             scores, tokens = ranked_drafter_tokens(branch.probs(committed, dev), planner.calibration, tree_cfg.top_k)
             stats.drafter_rounds += 1
         match: LookupMatch | None = index.lookup(min(depth, tree_cfg.lookup_tokens)) if use_lookup else None
-        tree = planner.plan(committed[-1], scores, tokens, match, depth)
+        # the tree's rows fit the cache as sized for plain decoding (a grown cache would change the
+        # key span of low-precision passes, `Precision.fixed_key_span`)
+        tree = planner.plan(committed[-1], scores, tokens, match, depth, room=max(cache.capacity - anchor_pos - 1, 0))
         t2 = now(dev)
         logits = target(target_rows(tree, anchor_pos, dev), cache)[0]  # [N, V]
         result = verify_tree(tree.tokens, tree.children(), logits, cfg.sampling, gen)
