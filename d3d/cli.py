@@ -51,9 +51,12 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--drafter", default=None, help="drafter directory (default: the one shipped for the target; 'untrained': the target's first layers, untrained)")
     p.add_argument("--block-size", type=int, default=None, help="block size B (default: the drafter's)")
     p.add_argument("--draft-length", default="auto",
-                   help="rows the target verifies per sync round: 'auto' (chosen per round from the drafter's "
+                   help="rows the target verifies per sync or tree round: 'auto' (chosen per round from the drafter's "
                         "confidence and this machine's pass costs; plain steps when drafting does not pay) or k "
                         "(anchor + k-1 drafted tokens; 1 = never speculate)")
+    p.add_argument("--tree-branches", default="drafter,lookup",
+                   help="mode tree: candidate sources of the token tree, a comma-separated subset of drafter "
+                        "(the drafter's top tokens per block position) and lookup (prompt lookup); docs/tree.md")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     _dtype_flag(p)
     _runtime_flags(p)
@@ -145,8 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     gen = sub.add_parser("generate", help="answer one prompt, streaming, then print statistics")
     gen.add_argument("--prompt", required=True, help="the user message (the chat template is applied)")
-    gen.add_argument("--mode", default="sync", choices=["ar", "sync", "async"],
-                     help="ar = plain decoding; sync = speculative; async = speculative, drafting during verification")
+    gen.add_argument("--mode", default="sync", choices=["ar", "sync", "async", "tree"],
+                     help="ar = plain decoding; sync = speculative; async = speculative, drafting during verification; "
+                          "tree = a token tree from the drafter and prompt lookup, verified in one pass")
     gen.add_argument("--max-new-tokens", type=int, default=256, help="generation budget")
     gen.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     gen.add_argument("--compare", action="store_true", help="also run plain decoding and print the speedup")
@@ -239,6 +243,11 @@ def format_stats(stats) -> str:
     if getattr(stats, "draft_lengths", None):
         ks = " ".join(f"{k}:{n}" for k, n in stats.draft_lengths.items())
         lines.append(f"rows verified per round (k; 1 = plain step) {ks}")
+    if hasattr(stats, "wins"):  # tree decoding
+        wins = " ".join(f"{k}:{n}" for k, n in sorted(stats.wins.items()))
+        nodes = " ".join(f"{k}:{n}" for k, n in stats.nodes_hist.items())
+        lines.append(f"tree: {stats.mean_nodes:.1f} nodes per round (nodes:rounds {nodes or '-'}) | accepted path "
+                     f"from (branch:rounds) {wins or '-'} | drafter ran in {stats.drafter_rounds} of {stats.rounds} rounds")
     if hasattr(stats, "select_s"):  # selective prefill
         lines.append(f"selective prefill: the target read {stats.prompt_tokens} of {stats.full_prompt_tokens} prompt tokens "
                      f"(rho {stats.keep}, selector {stats.selector}) | selection {stats.select_s * 1e3:.0f} ms | TTFT {stats.ttft_s * 1e3:.0f} ms")
@@ -252,12 +261,12 @@ def format_stats(stats) -> str:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from d3d.inference.async_engine import new_stats
     from d3d.inference.draft_length import parse_draft_length
     from d3d.inference.engine import GenerationConfig
-    from d3d.inference.pipeline import Pipeline
+    from d3d.inference.pipeline import Pipeline, stats_for
     from d3d.inference.prefill import SelectiveStats
     from d3d.inference.sampling import SamplingConfig
+    from d3d.inference.tree_engine import parse_branches
 
     sampling = SamplingConfig(temperature=args.temperature, top_k=args.top_k, top_p=args.top_p)
     cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, sampling=sampling, stop_strings=tuple(args.stop), seed=args.seed)
@@ -273,17 +282,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if args.prefill_chunk < 1:
         raise D3DError(f"--prefill-chunk must be at least 1, got {args.prefill_chunk}")
     select, layers = _prefill_selector(args.prefill_select, args.prefill_layers)
+    branches = parse_branches(args.tree_branches)
     pipe = Pipeline.load(target=args.target, drafter=args.drafter, block_size=args.block_size, device=args.device,
                          async_config=_async_config(args), dtype=args.dtype, precision=args.precision, weights=args.weights,
                          compiled=args.compile)
     prompt_ids = pipe.target.encode_chat(args.prompt)
-    if args.mode in ("sync", "async"):
+    pipe.tree_branches = branches
+    if args.mode in ("sync", "async") or (args.mode == "tree" and "drafter" in branches):
         print(f"[d3d] {pipe.drafter.description}", file=sys.stderr)
     if keep is not None:
         print(f"[d3d] selective prefill (rho {keep}, selector {select}): the answer follows the reduced prompt, not the full one", file=sys.stderr)
     pipe.prefill_chunk_size, pipe.prefill_select, pipe.prefill_layers = args.prefill_chunk, select, layers
     pipe.draft_length = parse_draft_length(args.draft_length)
-    stats = new_stats(args.mode) if keep is None else SelectiveStats(args.mode)
+    stats = stats_for(args.mode) if keep is None else SelectiveStats(args.mode)
     streamer = TextStreamer(pipe.target.decode)
     for chunk in pipe.stream(prompt_ids, args.mode, cfg, stats, keep):
         streamer.push(chunk)

@@ -95,6 +95,7 @@ from d3d.inference.async_engine import AsyncConfig
 from d3d.inference.successors import Budget
 from d3d.inference.baselines import hf_generate
 from d3d.inference.draft_length import parse_draft_length
+from d3d.inference.tree_engine import parse_branches
 from d3d.inference.engine import DecodeStats, GenerationConfig
 from d3d.inference.pipeline import Pipeline, default_device, load_target, resolve_dtype
 from d3d.inference.prefill import PrefillConfig
@@ -142,10 +143,28 @@ MODES: dict[str, ModeRunner] = {
     "ar": run_ar, "sync": run_sync, "async": run_async, "hf": run_hf, "pld": run_pld,
     "ar-drafter": run_ar_drafter, "hf-assisted": run_hf_assisted, "llamacpp": run_llamacpp,
 }
-DRAFTER_MODES = ("sync", "async")  # modes that use the drafter (their summary names it)
+TREE_MODES = ("tree", "tree-drafter", "tree-lookup")  # tree decoding: both branches (--tree-branches), each alone
+DRAFTER_MODES = ("sync", "async", *TREE_MODES)  # modes that use the drafter (their summary names it)
 AR_DRAFTER_MODES = ("ar-drafter", "hf-assisted")  # modes that use the AR draft model
 ASYNC_KEYS = ("budget", "draft_threads", "target_threads", "async_backend")  # settings only async reads
 AR_DRAFTER_KEYS = ("ar_drafter", "ar_draft_tokens")  # settings only the AR-drafter modes read
+
+
+def tree_runner(branches: tuple[str, ...] | None) -> ModeRunner:
+    """Tree decoding with `branches` (None: the pipeline's own, `--tree-branches`)."""
+
+    def run_tree(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
+        saved = pipe.tree_branches
+        pipe.tree_branches = branches or saved
+        try:
+            return pipe.generate(prompt_ids, "tree", cfg)
+        finally:
+            pipe.tree_branches = saved
+
+    return run_tree
+
+
+MODES.update({"tree": tree_runner(None), "tree-drafter": tree_runner(("drafter",)), "tree-lookup": tree_runner(("lookup",))})
 
 
 def base_mode(mode: str) -> str:
@@ -203,6 +222,7 @@ class BenchConfig:
     dtype: str | None = None  # "auto" (bfloat16 where the hardware has it; the CLI's default), "bfloat16",
     # "float16", "float32" or None (the library's default: float32 on a CPU, bfloat16 on CUDA)
     draft_length: str = "auto"  # rows verified per sync round: "auto" (chosen per round) or k
+    tree_branches: str = "drafter,lookup"  # mode tree: candidate sources of the token tree (tree-drafter / tree-lookup: one each)
     precision: str = "auto"  # precision switches: a preset (auto, none, all) or switch names (`precision.py`)
     weights: str = "dense"  # "int8": weight-only int8 target and drafter for every mode (`quantize.py`)
     compile: bool = False  # torch.compile each target layer's MLP and norms (`compiled.py`)
@@ -251,6 +271,7 @@ class BenchConfig:
         for budget in self.sweep:
             Budget.parse(budget)
         parse_draft_length(self.draft_length)
+        parse_branches(self.tree_branches)
         resolve_dtype(self.dtype, torch.device("cpu"))
         for keep in self.prefill_keep:
             PrefillConfig(keep=keep, chunk_size=self.prefill_chunk).validate()
@@ -276,7 +297,8 @@ class BenchConfig:
         plus `content` (digests of the models' files and the d3d version, `content_key`)."""
         key = asdict(self)
         unused = (() if "async" in self.modes else ASYNC_KEYS + ("sweep",)) + (
-            () if set(AR_DRAFTER_MODES) & set(self.modes) else AR_DRAFTER_KEYS)
+            () if set(AR_DRAFTER_MODES) & set(self.modes) else AR_DRAFTER_KEYS) + (
+            () if "tree" in self.modes else ("tree_branches",))
         unused += () if self.prefill_keep else ("prefill_keep", "prefill_chunk")
         unused += self._unused_selector_keys()
         unused += ("precision",) if self.precision == "auto" else ()  # keys of runs made before these settings
@@ -343,7 +365,15 @@ def run_record(tokens: list[int], stats: DecodeStats) -> dict:
         "rounds": stats.rounds, "round_tokens": stats.round_tokens, "tau": stats.tau,
         "draft_s": stats.draft_s, "verify_s": stats.verify_s, "stop_reason": stats.stop_reason,
         "draft_lengths": getattr(stats, "draft_lengths", {}), "tokens": tokens,
-    } | async_record(stats) | prefill_record(stats)
+    } | async_record(stats) | prefill_record(stats) | tree_record(stats)
+
+
+def tree_record(stats: DecodeStats) -> dict:
+    """What tree decoding adds to a record (nothing for other modes)."""
+    if not hasattr(stats, "wins"):
+        return {}
+    return {"tree_nodes": stats.tree_nodes, "nodes_hist": stats.nodes_hist, "wins": stats.wins,
+            "drafter_rounds": stats.drafter_rounds}
 
 
 def async_record(stats: DecodeStats) -> dict:
@@ -447,6 +477,8 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
             summary[mode] |= agreement_summary([_agreement_kind(r, a) for r, a in zip(records, refs)])
         if base_mode(mode) in DRAFTER_MODES or mode in AR_DRAFTER_MODES:
             summary[mode] |= _drafting_summary(base_mode(mode), _mode_totals(records), records)
+        if mode in TREE_MODES:
+            summary[mode] |= _tree_summary(records)
         if base_mode(mode) in DRAFTER_MODES and drafter is not None:
             summary[mode]["drafter"] = drafter
         if any(r.get("draft_lengths") for r in records):
@@ -458,6 +490,28 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
             summary[mode]["speedup_vs_sync"] = _rounded(_ratio(summary["sync"]["total_s"], summary[mode]["total_s"]))
     add_fastest_plain(summary)
     return summary
+
+
+def _tree_summary(records: list[dict]) -> dict:
+    """Tree shape over a mode's prompts: mean nodes per round, mean accepted depth (drafted tokens
+    accepted per round), which branch the accepted path came from, and how often the drafter ran."""
+    rounds = sum(r["rounds"] for r in records)
+    return {
+        "mean_nodes": _rounded(_ratio(sum(r.get("tree_nodes", 0) for r in records), rounds)),
+        "mean_accepted_depth": _rounded(_ratio(sum(r["round_tokens"] - r["rounds"] for r in records), rounds)),
+        "wins": _merged_names([r.get("wins") or {} for r in records]),
+        "nodes_hist": _merged_counts([r.get("nodes_hist") or {} for r in records]),
+        "drafter_share": _rounded(_ratio(sum(r.get("drafter_rounds", 0) for r in records), rounds)),
+    }
+
+
+def _merged_names(counts: list[dict[str, int]]) -> dict[str, int]:
+    """Name -> count, summed over prompts, ordered by name."""
+    total: dict[str, int] = {}
+    for c in counts:
+        for name, n in c.items():
+            total[name] = total.get(name, 0) + n
+    return dict(sorted(total.items()))
 
 
 def _merged_counts(counts: list[dict[str, int]]) -> dict[str, int]:
@@ -563,6 +617,7 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
     pipe.prefill_chunk_size = cfg.prefill_chunk
     pipe.prefill_layers = parse_probe_layers(cfg.prefill_layers)
     pipe.draft_length = parse_draft_length(cfg.draft_length)
+    pipe.tree_branches = parse_branches(cfg.tree_branches)
     drafter = pipe.drafter.description if any(base_mode(m) in DRAFTER_MODES for m in cfg.run_modes) else None
     if any(m in AR_DRAFTER_MODES for m in cfg.run_modes):
         drafter = "; ".join(filter(None, [drafter, f"AR draft model: {pipe.ar_drafter.description}, k={cfg.ar_draft_tokens}"]))

@@ -28,7 +28,7 @@ import torch
 from d3d.models.attention import Rows
 from d3d.models.decoder import DecoderModel
 
-COST_SIZES = tuple(range(1, 17)) + (24, 32)  # pass sizes of the cached table (k rows)
+COST_SIZES = tuple(range(1, 17)) + (24, 32, 40, 48, 64)  # pass sizes of the cached table (k rows; 64: the largest token tree)
 COST_CONTEXT = 256  # cached tokens before each timed pass
 COST_REPEATS = 5  # timed passes per size (median)
 CACHE_DIR = Path(os.environ.get("D3D_CACHE", Path.home() / ".cache" / "d3d")) / "pass_costs"
@@ -118,7 +118,9 @@ def machine_pass_costs(model: DecoderModel, refresh: bool = False, log=None) -> 
     path = CACHE_DIR / f"{machine_key(model)}.json"
     if path.is_file() and not refresh:
         try:
-            return PassCosts({int(k): float(v) for k, v in json.loads(path.read_text())["seconds"].items()})
+            table = {int(k): float(v) for k, v in json.loads(path.read_text())["seconds"].items()}
+            if set(COST_SIZES) <= set(table):  # a table from before sizes were added is measured again
+                return PassCosts(table)
         except (ValueError, KeyError, TypeError):
             pass  # a torn or foreign file: measure again
     if log is not None:

@@ -43,6 +43,8 @@ from d3d.inference.prefill import DEFAULT_CHUNK_SIZE, PrefillConfig, SelectiveSt
 from d3d.inference.prompt_layout import ChatFrame, chat_frame, protected_tokens, stopword_ids
 from d3d.inference.selectors import DEFAULT_PROBE_LAYERS, DEFAULT_SELECTOR
 from d3d.inference.stopping import StopChecker
+from d3d.inference.tree import TreePlanner
+from d3d.inference.tree_engine import TreeConfig, TreeStats, tree_decode
 from d3d.models import hub
 from d3d.models.decoder import DecoderModel, load_decoder
 from d3d.models.compiled import compile_layers
@@ -54,7 +56,7 @@ SHIPPED_DRAFTERS_DIR = Path(__file__).resolve().parent.parent / "drafters"  # d3
 UNTRAINED_LAYERS = 6  # layers of the fallback (untrained) drafter, taken from the target's first
 UNTRAINED_SPEC = "untrained"  # --drafter untrained: the fallback even where a trained drafter ships
 DEFAULT_BLOCK_SIZE = 16
-NATIVE_MODES = ("ar", "sync", "async", "ar-drafter")
+NATIVE_MODES = ("ar", "sync", "async", "ar-drafter", "tree")
 
 
 def default_device() -> torch.device:
@@ -265,6 +267,7 @@ class Pipeline:
         self.prefill_select = DEFAULT_SELECTOR  # selective prefill: how chunks are scored (selectors.py)
         self.prefill_layers = DEFAULT_PROBE_LAYERS  # selective prefill: the target-layers selector's layers
         self.draft_length: int | None = None  # rows verified per round (None: chosen per round, `draft_length.py`)
+        self.tree_branches: tuple[str, ...] = TreeConfig().branches  # mode tree: candidate sources (--tree-branches)
 
     @classmethod
     def load(cls, target: str | None = None, drafter: str | None = None, block_size: int | None = None,
@@ -328,8 +331,8 @@ class Pipeline:
 
     def stream(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig, stats: DecodeStats,
                prefill_keep: float | None = None, prefill_select: str | None = None) -> Iterator[list[int]]:
-        """Token chunks for prompt_ids [1, n] in `mode` ("ar", "sync" or "async"; async fills an
-        `AsyncDecodeStats`, see `new_stats`). `prefill_keep` (rho in (0, 1], sync only) turns on
+        """Token chunks for prompt_ids [1, n] in `mode` ("ar", "sync", "async", "ar-drafter" or "tree";
+        async fills an `AsyncDecodeStats`, tree a `TreeStats`: see `stats_for`). `prefill_keep` (rho in (0, 1], sync only) turns on
         selective prefill: the target reads about rho of the prompt, so the output may differ
         from full-prompt decoding; pass a `SelectiveStats` to get its fields. `prefill_select`
         names the chunk selector (None: `self.prefill_select`)."""
@@ -351,11 +354,32 @@ class Pipeline:
             policy = self.draft_length_policy()
             policy.max_skip, policy.draft_s = 0, 0.0  # async drafts every round, hidden under verification
             return self.async_runner.stream(prompt_ids, cfg, stop, stats, policy)
+        if mode == "tree":
+            stats.block_size_override = self.drafter.block_size_override if "drafter" in self.tree_branches else None
+            return self._tree(prompt_ids, cfg, stop, stats)
         if mode == "ar-drafter":
             gen = sampling_generator(cfg, self.target.device, offset=1)
             source = ArDrafterSource(self.ar_drafter.drafter.model, self.ar_draft_tokens, cfg.sampling, gen)
             return speculative_decode(self.target.native("speculative decoding"), source, prompt_ids, cfg, stop, stats)
         raise D3DError(f"unknown mode '{mode}' (choose from {', '.join(NATIVE_MODES)})")
+
+    def tree_planner(self, uses_drafter: bool) -> TreePlanner:
+        """A fresh per-generation tree planner: `draft_length` rows (that many - 1 nodes) every round
+        when set, else the node budget chosen per round from the cost model (tree.py)."""
+        if self.draft_length is not None:
+            return TreePlanner(PassCosts({1: 1.0}), fixed=self.draft_length - 1)
+        if not uses_drafter:
+            return TreePlanner(self.pass_costs)
+        return TreePlanner(self.pass_costs, Calibration.load(self.drafter.path), draft_s=self.drafter_pass_s)
+
+    def _tree(self, prompt_ids: Tensor, cfg: GenerationConfig, stop: StopChecker, stats: DecodeStats) -> Iterator[list[int]]:
+        """Tree decoding (`tree_engine.py`) with this pipeline's branches; stats: a `TreeStats`."""
+        tree_cfg = TreeConfig(branches=self.tree_branches)
+        tree_cfg.validate()
+        uses_drafter = "drafter" in tree_cfg.branches
+        drafter = self.drafter.drafter if uses_drafter else None
+        return tree_decode(self.target.native("tree decoding"), drafter, prompt_ids, cfg, stop, stats,
+                           self.tree_planner(uses_drafter), tree_cfg)
 
     def _selective(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig, stop: StopChecker,
                    stats: DecodeStats, keep: float, select: str) -> Iterator[list[int]]:
@@ -379,9 +403,14 @@ class Pipeline:
 
     def generate(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig,
                  prefill_keep: float | None = None, prefill_select: str | None = None) -> tuple[list[int], DecodeStats]:
-        stats = new_stats(mode) if prefill_keep is None else SelectiveStats(mode)
+        stats = stats_for(mode) if prefill_keep is None else SelectiveStats(mode)
         tokens = [t for chunk in self.stream(prompt_ids, mode, cfg, stats, prefill_keep, prefill_select) for t in chunk]
         return tokens, stats
+
+
+def stats_for(mode: str) -> DecodeStats:
+    """The statistics object a mode fills (tree and async add their own fields)."""
+    return TreeStats(mode) if mode == "tree" else new_stats(mode)
 
 
 def worker_drafter(
