@@ -82,7 +82,7 @@ from d3d.evaluation.prefill_metrics import (
     add_scores, format_prefill_table, keep_modes, keep_runner, mode_keep, mode_selector, prefill_record,
     prefill_summary, wants_prefill_summary,
 )
-from d3d.evaluation.agreement import AGREEMENT_RULE, agreement_summary, classify
+from d3d.evaluation.agreement import AGREEMENT_RULE, RunLog, agreement_summary, classify
 from d3d.evaluation.bench_results import ResultsFile, d3d_version, directory_digest, results_path_for
 from d3d.evaluation.suites import BUILTIN_SUITES, Prompt, load_suite
 from d3d.evaluation.timeline import plot_timeline, save_timeline
@@ -365,6 +365,7 @@ def run_record(tokens: list[int], stats: DecodeStats) -> dict:
         "rounds": stats.rounds, "round_tokens": stats.round_tokens, "tau": stats.tau,
         "draft_s": stats.draft_s, "verify_s": stats.verify_s, "stop_reason": stats.stop_reason,
         "draft_lengths": getattr(stats, "draft_lengths", {}), "tokens": tokens,
+        "passes": stats.passes, "target_capacity": stats.target_capacity,  # the replay log (`agreement.py`)
     } | async_record(stats) | prefill_record(stats) | tree_record(stats)
 
 
@@ -403,21 +404,45 @@ def add_agreement(pipe: Pipeline, prompt_ids: Tensor, results: dict[str, dict]) 
     `variants.reference_of`); modes on another model (`variants.cross_target`) are not judged."""
     for mode, record in results.items():
         if mode != "ar" and mode_keep(mode) is None and not cross_target(mode):
-            own = pipeline_for(pipe, mode)
-            reference = results[reference_of(mode)]["tokens"]
-            record |= classify(reference, record["tokens"], prompt_ids, exact_target(own), own.target.dtype).as_dict()
+            own, ref_mode = pipeline_for(pipe, mode), reference_of(mode)
+            reference = run_log(results[ref_mode], pipeline_for(pipe, ref_mode))
+            judged = classify(reference, run_log(record, own), prompt_ids, exact_target(own), own.target.dtype)
+            record |= judged.as_dict()
 
 
-def rejudge(pipe: Pipeline, rows: dict[str, dict], prompts: dict[str, Prompt]) -> None:
+def run_log(record: dict, pipe: Pipeline) -> RunLog:
+    """A results-file record as the agreement check's `RunLog` (replayable when it logged its passes)."""
+    passes = record.get("passes")
+    return RunLog(record["tokens"], None if passes is None else [tuple(p) for p in passes],
+                  record.get("target_capacity", 0), pipe.target.native("the agreement check"))
+
+
+def rejudge(pipe: Pipeline, rows: dict[str, dict], prompts: dict[str, Prompt], cfg: GenerationConfig) -> None:
     """Resumed records judged by an older agreement rule than `AGREEMENT_RULE` are judged again
-    (in memory: the results file keeps what was measured)."""
+    (in memory: the results file keeps what was measured). Records without a pass log (written
+    before rule 3) are generated again, untimed, to get one; the rerun is what is judged, and
+    `agreement_rerun` says so."""
     for prompt_id, row in rows.items():
         stale = [m for m, r in row["results"].items() if r.get("agreement") not in (None, "identical")
                  and r.get("agreement_rule", 1) < AGREEMENT_RULE]
         if stale:
+            prompt_ids = pipe.target.encode_chat(prompts[prompt_id].text)
             wanted = {"ar", *stale, *(reference_of(m) for m in stale)}
-            add_agreement(pipe, pipe.target.encode_chat(prompts[prompt_id].text),
-                          {m: r for m, r in row["results"].items() if m in wanted})
+            judged = {m: _with_pass_log(pipe, m, r, prompt_ids, cfg) for m, r in row["results"].items() if m in wanted}
+            add_agreement(pipe, prompt_ids, judged)
+            for m in stale:
+                row["results"][m] |= {k: v for k, v in judged[m].items() if k.startswith("agreement")}
+
+
+def _with_pass_log(pipe: Pipeline, mode: str, record: dict, prompt_ids: Tensor, cfg: GenerationConfig) -> dict:
+    """The record itself when it has a pass log (or its mode cannot log one), else a rerun's record."""
+    if "passes" in record or base_mode(mode) not in NATIVE_MODES:
+        return dict(record)
+    rerun = run_record(*runner_for(mode)(pipe, prompt_ids, cfg))
+    return rerun | {"agreement_rerun": rerun["tokens"] != record["tokens"]}
+
+
+NATIVE_MODES = ("ar", "sync", "async", "ar-drafter")  # modes on the native runtime: their passes are logged
 
 
 def exact_target(pipe: Pipeline):
@@ -657,7 +682,7 @@ def _run_pending(
     rows = {p.id: done[p.id] for p in prompts if done.get(p.id, {}).get("prompt_sha") == prompt_digest(p)}
     pending = [(i, p) for i, p in enumerate(prompts) if p.id not in rows]
     if gen_cfg.sampling.greedy:
-        rejudge(pipe, rows, {p.id: p for p in prompts})
+        rejudge(pipe, rows, {p.id: p for p in prompts}, cfg.generation())
     _log_header(cfg, pipe, drafter, len(prompts), len(rows), results.path)
     if pending:
         warm_up(pipe, modes, pending[0][1], gen_cfg)

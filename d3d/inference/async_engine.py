@@ -301,6 +301,7 @@ def _rounds(
         t1 = now(dev)
         block = torch.tensor([committed[-1:] + (draft.tokens if draft else [])], device=dev)
         logits = target(Rows.clean(block, anchor_pos), cache)[0]  # [n+1, V]
+        stats.record_pass(anchor_pos, block.shape[1])
         if draft is None:
             tokens, accepted = [int(pick_token(logits[0], cfg.sampling, gen))], 0
         else:

@@ -71,6 +71,8 @@ class DecodeStats:
     stop_reason: str | None = None  # "eos", "stop_string", "max_new_tokens" or "context"
     block_size_override: str | None = None  # set when --block-size changed a trained drafter's B (pipeline)
     draft_lengths: dict[str, int] = field(default_factory=dict)  # drafted tokens verified per round -> rounds (0 = plain step)
+    passes: list[tuple[int, int]] = field(default_factory=list)  # (start position, rows) of each target pass after the prefill
+    target_capacity: int = 0  # columns of the target's cache (a fixed key span's length); with `passes`, a replayable log
 
     @property
     def tau(self) -> float:
@@ -84,6 +86,10 @@ class DecodeStats:
     @property
     def mean_verify_s(self) -> float:
         return self.verify_s / self.rounds if self.rounds else 0.0
+
+    def record_pass(self, start: int, rows: int) -> None:
+        """Log one target pass's shape, so that `evaluation.agreement` can replay the run exactly."""
+        self.passes.append((start, rows))
 
     def record_round(self, appended: int) -> None:
         self.rounds += 1
@@ -164,6 +170,7 @@ def start_decode(
     stop.max_new_tokens = min(stop.max_new_tokens, budget)
     stats.prompt_tokens = prompt.shape[1]
     cache = target.new_cache(1, prompt.shape[1] + budget + 1)
+    stats.target_capacity = cache.capacity
     logits = target(Rows.clean(prompt, 0), cache, logits_from=prompt.shape[1] - 1)
     first = int(pick_token(logits[0, -1], cfg.sampling, gen))
     stats.prefill_s = now(dev) - t0
@@ -186,6 +193,7 @@ def autoregressive_decode(
             break
         t1 = now(dev)
         logits = target(Rows.clean(token.view(1, 1), pos), cache)
+        stats.record_pass(pos, 1)
         token = pick_token(logits[0, -1], cfg.sampling, start.generator)
         pos += 1
         stats.verify_s += now(dev) - t1
@@ -232,6 +240,7 @@ def speculative_decode(
         anchor = torch.tensor([committed[-1:]], device=dev)
         block = anchor if draft is None else torch.cat([anchor, draft.tokens.view(1, -1)], 1)
         logits = target(Rows.clean(block, anchor_pos), cache)[0]  # [n+1, V]
+        stats.record_pass(anchor_pos, block.shape[1])
         if draft is None:
             tokens, accepted = [int(pick_token(logits[0], cfg.sampling, gen))], 0
         else:
