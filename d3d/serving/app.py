@@ -6,12 +6,16 @@
     GET  /health               200 while serving, 503 while shutting down (or if the engine loop died)
     GET  /metrics              Prometheus text format (`metrics.py`)
 
-A handler parses and validates the request (every bad input is a 400 in OpenAI's error shape,
-and the server keeps serving), tokenizes it in a worker thread, submits a `Job` to the engine
-loop and awaits its events on an asyncio queue that the engine thread fills through
-`call_soon_threadsafe`: nothing here blocks the event loop or the engine. A full queue is a 429
-with `Retry-After`. When a client disconnects, its job is cancelled and the engine drops it at
-the next round.
+A handler parses and validates the request (`validation.py`: every bad input is a 400 in
+OpenAI's error shape, and the server keeps serving), tokenizes it in a worker thread, submits a
+`Job` to the engine loop and awaits its events on an asyncio queue that the engine thread fills
+through `call_soon_threadsafe`: nothing here blocks the event loop or the engine. A full queue is
+a 429 with `Retry-After`; a server that is shutting down, or whose engine stopped, answers 503.
+
+A task watches each request's connection from submission on (`watch_disconnect`), whether tokens
+flow or not, streaming or not: when the client goes away, its job is cancelled (a waiting job
+leaves the queue, a running one leaves the batch at the next round). Any error that escapes a
+handler is a 500 in OpenAI's error shape, and so are unknown routes (404) and methods (405).
 
 This module knows nothing about how decoding works; `ServedModel` gives it a tokenizer and limits.
 
@@ -22,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -30,14 +33,13 @@ from dataclasses import dataclass
 import torch
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from pydantic import BaseModel, ValidationError
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 
-from d3d.errors import D3DError
 from d3d.inference.engine import GenerationConfig
-from d3d.inference.sampling import SamplingConfig
+from d3d.inference.prompt_layout import ChatFrame
 from d3d.inference.stopping import StopChecker
-from d3d.serving.engine_loop import Done, EngineLoop, Event, Failed, Job, QueueFull, ShuttingDown, Tokens
+from d3d.serving.engine_loop import Done, EngineLoop, Event, Failed, Job, PrefillRequest, QueueFull, ShuttingDown, Tokens
 from d3d.serving.metrics import ServingMetrics
 from d3d.serving.schemas import (
     ChatCompletionRequest,
@@ -50,123 +52,24 @@ from d3d.serving.schemas import (
     usage,
 )
 from d3d.serving.text import TextStream
+from d3d.serving.validation import (
+    BadRequest,
+    ServedModel,
+    chat_prefill_frame,
+    chat_prompt,
+    check_model,
+    completion_prompt,
+    generation_config,
+    parse_body,
+    prefill_request,
+)
 
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16  # OpenAI's default for /v1/completions; chat defaults to the context left
 RETRY_AFTER_S = 1  # what a 429 tells the client to wait
-DISCONNECT_POLL_S = 0.5  # how often a non-streaming request checks that its client is still there
-
-
-@dataclass
-class ServedModel:
-    """What the HTTP layer knows about the model it serves."""
-
-    name: str  # the model id clients pass as `model`
-    tokenizer: object  # transformers tokenizer (encode, chat template, decode)
-    context_length: int  # prompt + generated tokens must fit
-    eos_token_ids: tuple[int, ...]  # tokens that end a generation
-    vocab_size: int  # token ids of a completions prompt must be below it
-    created: int = 0  # unix time the server started
-
-    def decode(self, ids: list[int]) -> str:
-        return self.tokenizer.decode(ids, skip_special_tokens=True)
-
-
-class BadRequest(Exception):
-    """A request the server refuses with a 400 (or `status`)."""
-
-    def __init__(self, message: str, param: str | None = None, status: int = 400) -> None:
-        super().__init__(message)
-        self.param, self.status = param, status
 
 
 def error_response(message: str, status: int, param: str | None = None, headers: dict | None = None) -> JSONResponse:
     return JSONResponse(error_body(message, status, param), status_code=status, headers=headers)
-
-
-# ---------------------------------------------------------------------------------------------
-# Parsing and validation
-
-
-async def parse_body(request: Request, schema: type[BaseModel]) -> BaseModel:
-    """The request body as `schema`; BadRequest for invalid UTF-8, malformed JSON or bad fields."""
-    raw = await request.body()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise BadRequest(f"the request body is not valid UTF-8 (byte {err.start})") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise BadRequest(f"malformed JSON: {err.msg} at line {err.lineno} column {err.colno}") from None
-    if not isinstance(data, dict):
-        raise BadRequest("the request body must be a JSON object")
-    try:
-        return schema.model_validate(data)
-    except ValidationError as err:
-        first = err.errors()[0]
-        param = ".".join(str(p) for p in first["loc"]) or None
-        raise BadRequest(f"invalid value for '{param}': {first['msg']}", param) from None
-
-
-def check_model(served: ServedModel, body: SamplingFields) -> None:
-    if body.model is not None and body.model != served.name:
-        raise BadRequest(f"the model '{body.model}' does not exist; this server serves '{served.name}'", "model")
-
-
-def chat_prompt(served: ServedModel, body: ChatCompletionRequest) -> list[int]:
-    """Token ids of the messages with the chat template and the generation prompt."""
-    if not body.messages:
-        raise BadRequest("'messages' must contain at least one message", "messages")
-    messages = [{"role": m.role, "content": m.text()} for m in body.messages]
-    tok = served.tokenizer
-    if not getattr(tok, "chat_template", None):
-        text = "\n".join(m["content"] for m in messages)
-        return list(tok(text)["input_ids"])
-    try:
-        ids = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
-    except Exception as err:  # noqa: BLE001 - a template may reject roles or orderings
-        raise BadRequest(f"the chat template rejected the messages: {err}", "messages") from None
-    if isinstance(ids, dict) or hasattr(ids, "keys"):
-        ids = ids["input_ids"]
-    return list(ids)
-
-
-def completion_prompt(served: ServedModel, body: CompletionRequest) -> list[int]:
-    """Token ids of a completions prompt (text is tokenized as is, without a template)."""
-    prompt = body.prompt
-    if isinstance(prompt, list) and prompt and all(isinstance(p, str) for p in prompt):
-        if len(prompt) != 1:
-            raise BadRequest("only one prompt per request is supported", "prompt")
-        prompt = prompt[0]
-    if isinstance(prompt, str):
-        return list(served.tokenizer(prompt)["input_ids"])
-    bad = [t for t in prompt if not 0 <= t < served.vocab_size]
-    if bad:
-        raise BadRequest(f"token id {bad[0]} is outside the vocabulary (0..{served.vocab_size - 1})", "prompt")
-    return list(prompt)
-
-
-def generation_config(served: ServedModel, body: SamplingFields, prompt_len: int, budget: int | None,
-                      default_budget: int | None) -> GenerationConfig:
-    """The engine's settings for one request; BadRequest if it cannot fit the context."""
-    ctx = served.context_length
-    if prompt_len < 1:
-        raise BadRequest("the prompt is empty", "prompt")
-    if prompt_len >= ctx:
-        raise BadRequest(f"the prompt has {prompt_len} tokens but the model's context is {ctx} tokens", "prompt")
-    if budget is not None and prompt_len + budget > ctx:
-        raise BadRequest(f"this model's context is {ctx} tokens, but {prompt_len + budget} were requested "
-                         f"({prompt_len} in the prompt, {budget} to generate); lower max_tokens", "max_tokens")
-    room = ctx - prompt_len
-    max_new = budget if budget is not None else min(room, default_budget or room)
-    sampling = SamplingConfig(temperature=body.temperature, top_k=max(body.top_k, 0), top_p=body.top_p)
-    seed = secrets.randbits(63) if body.seed is None else body.seed % (1 << 63)  # unseeded: fresh randomness
-    cfg = GenerationConfig(max_new_tokens=max_new, sampling=sampling, stop_strings=body.stop_strings(), seed=seed)
-    try:
-        cfg.validate()
-    except D3DError as err:
-        raise BadRequest(str(err)) from None
-    return cfg
 
 
 # ---------------------------------------------------------------------------------------------
@@ -187,19 +90,31 @@ class JobEvents:
         except RuntimeError:
             pass
 
-    async def next(self, timeout: float | None = None) -> Event | None:
-        try:
-            return await asyncio.wait_for(self.queue.get(), timeout)
-        except asyncio.TimeoutError:
-            return None
+    async def next(self) -> Event | Disconnected:
+        return await self.queue.get()
+
+
+class Disconnected:
+    """Put in a job's event queue by `watch_disconnect` when its client went away."""
+
+
+async def watch_disconnect(request: Request, job: Job, engine: EngineLoop, events: JobEvents) -> None:
+    """Wait for the client to go away (the ASGI `http.disconnect` message, which arrives whether or
+    not tokens flow), then cancel the job and tell the response. Cancelled when the answer is done."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+    job.cancel()
+    engine.wake()
+    events.queue.put_nowait(Disconnected())
 
 
 def submit(engine: EngineLoop, served: ServedModel, prompt: list[int], cfg: GenerationConfig,
-           body: SamplingFields) -> tuple[Job, JobEvents]:
+           body: SamplingFields, prefill: PrefillRequest | None) -> tuple[Job, JobEvents]:
     events = JobEvents()
     eos = () if body.ignore_eos else served.eos_token_ids
     stop = StopChecker(cfg.max_new_tokens, eos, cfg.stop_strings, served.decode)
-    job = Job(torch.tensor([prompt], device=engine.device), cfg, stop, body.d3d_speculative, events.deliver)
+    job = Job(torch.tensor([prompt], device=engine.device), cfg, stop, body.d3d_speculative, events.deliver,
+              prefill=prefill)
     engine.submit(job)
     return job, events
 
@@ -212,16 +127,12 @@ class Outcome:
     done: Done
 
 
-async def collect(request: Request, engine: EngineLoop, job: Job, events: JobEvents, text: TextStream) -> Outcome | Failed | None:
-    """Wait for the whole answer; None if the client went away (the job is then cancelled)."""
+async def collect(events: JobEvents, text: TextStream) -> Outcome | Failed | None:
+    """Wait for the whole answer; None if the client went away (the watcher cancelled the job)."""
     while True:
-        event = await events.next(DISCONNECT_POLL_S)
-        if event is None:
-            if await request.is_disconnected():
-                job.cancel()
-                engine.wake()
-                return None
-            continue
+        event = await events.next()
+        if isinstance(event, Disconnected):
+            return None
         if isinstance(event, Tokens):
             text.push(event.ids)
         elif isinstance(event, Failed):
@@ -231,8 +142,9 @@ async def collect(request: Request, engine: EngineLoop, job: Job, events: JobEve
             return Outcome(text.full_text, event)
 
 
-def d3d_stats(done: Done) -> dict:
-    return {"tau": round(done.tau, 4), "rounds": done.rounds, "speculative": done.speculative}
+def d3d_stats(done: Done, prefill: PrefillRequest | None = None) -> dict:
+    stats = {"tau": round(done.tau, 4), "rounds": done.rounds, "speculative": done.speculative}
+    return stats | ({"prompt_tokens_read": done.prompt_read} if prefill is not None else {})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -248,13 +160,28 @@ async def stream_events(engine: EngineLoop, job: Job, events: JobEvents, text: T
                         head: dict | None = None) -> AsyncIterator[str]:
     """SSE lines for one job: optional head chunk, content deltas, the finish chunk, usage, [DONE].
 
-    If the client disconnects, the response task is cancelled here; the job is cancelled with it.
+    If the client disconnects, the stream ends (the watcher, or the response task's cancellation);
+    the job is cancelled with it. An unexpected error ends the stream with an error event.
     """
     try:
         if head is not None:
             yield sse(head)
+        async for line in stream_body(job, events, text, chunk, body):
+            yield line
+        yield sse("[DONE]")
+    finally:
+        job.cancel()  # a no-op for a finished job; frees the slot of an abandoned one
+        engine.wake()
+
+
+async def stream_body(job: Job, events: JobEvents, text: TextStream, chunk: Callable[[str | None, str | None], dict],
+                      body: SamplingFields) -> AsyncIterator[str]:
+    """The SSE events between the head and [DONE]."""
+    try:
         while True:
             event = await events.next()
+            if isinstance(event, Disconnected):
+                return
             if isinstance(event, Tokens):
                 delta = text.push(event.ids)
                 if delta or body.d3d_stats:
@@ -270,12 +197,10 @@ async def stream_events(engine: EngineLoop, job: Job, events: JobEvents, text: T
                 yield sse(chunk(rest, finish_reason(event.reason)))
                 if body.include_usage:
                     final = chunk(None, None) | {"choices": [], "usage": usage(event.prompt_tokens, event.completion_tokens)}
-                    yield sse(final | {"d3d": d3d_stats(event)})
+                    yield sse(final | {"d3d": d3d_stats(event, job.prefill)})
                 break
-        yield sse("[DONE]")
-    finally:
-        job.cancel()  # a no-op for a finished job; frees the slot of an abandoned one
-        engine.wake()
+    except Exception as exc:  # noqa: BLE001 - the headers are sent: the error can only be an event now
+        yield sse(error_body(f"internal error while streaming: {exc}", 500))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -297,6 +222,14 @@ def create_app(served: ServedModel, engine: EngineLoop, metrics: ServingMetrics)
     async def bad_request(_: Request, err: BadRequest) -> JSONResponse:
         return error_response(str(err), err.status, err.param)
 
+    @app.exception_handler(HTTPException)
+    async def http_error(_: Request, err: HTTPException) -> JSONResponse:
+        return error_response(str(err.detail), err.status_code, headers=getattr(err, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def internal_error(_: Request, err: Exception) -> JSONResponse:
+        return error_response(f"internal error: {type(err).__name__}: {err}", 500)
+
     @app.get("/health")
     async def health() -> Response:
         if engine.draining or not engine.alive:
@@ -315,28 +248,31 @@ def create_app(served: ServedModel, engine: EngineLoop, metrics: ServingMetrics)
 
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:
-        body = await parse_body(request, CompletionRequest)
+        body = await parse_body(request, CompletionRequest, served.limits)
         check_model(served, body)
         prompt = await run_in_threadpool(completion_prompt, served, body)
         cfg = generation_config(served, body, len(prompt), body.max_tokens, COMPLETIONS_DEFAULT_MAX_TOKENS)
-        return await run_job(request, served, engine, prompt, cfg, body, chat=False)
+        prefill = await run_in_threadpool(prefill_request, served, body, prompt, ChatFrame((), ()))
+        return await run_job(request, served, engine, prompt, cfg, body, prefill, chat=False)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
-        body = await parse_body(request, ChatCompletionRequest)
+        body = await parse_body(request, ChatCompletionRequest, served.limits)
         check_model(served, body)
         prompt = await run_in_threadpool(chat_prompt, served, body)
         cfg = generation_config(served, body, len(prompt), body.budget(), None)
-        return await run_job(request, served, engine, prompt, cfg, body, chat=True)
+        frame = await run_in_threadpool(chat_prefill_frame, served, body)
+        prefill = await run_in_threadpool(prefill_request, served, body, prompt, frame)
+        return await run_job(request, served, engine, prompt, cfg, body, prefill, chat=True)
 
     return app
 
 
 async def run_job(request: Request, served: ServedModel, engine: EngineLoop, prompt: list[int],
-                  cfg: GenerationConfig, body: SamplingFields, chat: bool) -> Response:
+                  cfg: GenerationConfig, body: SamplingFields, prefill: PrefillRequest | None, chat: bool) -> Response:
     """Submit one request and answer it: a 429 / 503 at once, an SSE stream, or one JSON body."""
     try:
-        job, events = submit(engine, served, prompt, cfg, body)
+        job, events = submit(engine, served, prompt, cfg, body, prefill)
     except QueueFull as err:
         return error_response(str(err), 429, headers={"Retry-After": str(RETRY_AFTER_S)})
     except ShuttingDown as err:
@@ -347,16 +283,32 @@ async def run_job(request: Request, served: ServedModel, engine: EngineLoop, pro
     if body.stream:
         chunk = lambda content, reason: make_chunk(rid, created, served.name, content, reason)  # noqa: E731
         head = make_chunk(rid, created, served.name, "", None, role=True) if chat else None
-        return StreamingResponse(stream_events(engine, job, events, text, chunk, body, head),
-                                 media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
-    outcome = await collect(request, engine, job, events, text)
+        lines = watched(request, engine, job, events, stream_events(engine, job, events, text, chunk, body, head))
+        return StreamingResponse(lines, media_type="text/event-stream", headers={"Cache-Control": "no-cache"})
+    watcher = asyncio.create_task(watch_disconnect(request, job, engine, events))
+    try:
+        outcome = await collect(events, text)
+    finally:
+        watcher.cancel()
     if outcome is None:
         return Response(status_code=499)  # nobody is listening any more
     if isinstance(outcome, Failed):
         return error_response(outcome.message, outcome.status)
     done = outcome.done
     return JSONResponse(make_body(rid, created, served.name, outcome.text, done)
-                        | {"usage": usage(done.prompt_tokens, done.completion_tokens), "d3d": d3d_stats(done)})
+                        | {"usage": usage(done.prompt_tokens, done.completion_tokens), "d3d": d3d_stats(done, prefill)})
+
+
+async def watched(request: Request, engine: EngineLoop, job: Job, events: JobEvents,
+                  lines: AsyncIterator[str]) -> AsyncIterator[str]:
+    """`lines`, with the client's connection watched for as long as they flow."""
+    watcher = asyncio.create_task(watch_disconnect(request, job, engine, events))
+    try:
+        async for line in lines:
+            yield line
+    finally:
+        watcher.cancel()
+        await lines.aclose()
 
 
 def completion_chunk(rid: str, created: int, model: str, text: str | None, reason: str | None, role: bool = False) -> dict:

@@ -32,6 +32,9 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
                         "token), or k (anchor + k-1 drafted tokens; 1 = no speculation)")
     p.add_argument("--drain-seconds", type=float, default=30.0, help="on SIGTERM, how long running requests may finish")
     p.add_argument("--log-level", default="warning", help="uvicorn log level (info logs every request)")
+    p.add_argument("--max-body-bytes", type=int, default=4 * 1024 * 1024, help="request bodies beyond this get a 413")
+    p.add_argument("--max-prompt-chars", type=int, default=0,
+                   help="prompt text beyond this many characters is a 400, before tokenizing (0: 16 per context token)")
     p.set_defaults(func=cmd_serve)
 
     add_loadtest_parser(sub)
@@ -44,5 +47,5 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host=args.host, port=args.port, target=args.target, drafter=args.drafter, dtype=args.dtype,
         device=args.device, max_batch=args.max_batch, max_queue=args.max_queue,
         served_model_name=args.served_model_name, draft_length=args.draft_length, drain_s=args.drain_seconds,
-        log_level=args.log_level, precision=args.precision, weights=args.weights,
+        log_level=args.log_level, precision=args.precision, weights=args.weights, max_body_bytes=args.max_body_bytes, max_prompt_chars=args.max_prompt_chars,
     ))

@@ -1,9 +1,9 @@
 """`d3d serve`: load the target and drafter once, build the engine loop and the app, run uvicorn.
 
-SIGTERM (or Ctrl-C) starts a graceful shutdown: the engine stops admitting and fails waiting
-requests with a 503 at once, running requests may finish for `drain_s` seconds (then they end
-with an error event), uvicorn closes the listening socket and waits for open responses, and the
-process exits with status 0.
+SIGTERM (or Ctrl-C, SIGINT) starts a graceful shutdown: the engine stops admitting and fails
+waiting requests with a 503 at once, running requests may finish for `drain_s` seconds (then they
+end with an error event), uvicorn closes the listening socket and waits for open responses, and
+the process exits with status 0. A second Ctrl-C makes uvicorn stop waiting for open responses.
 
 The server decodes with synchronous speculative rounds at every batch size (`BatchDecoder`);
 asynchronous successor drafting stays a single-request mode (`d3d generate --mode async`), see
@@ -45,6 +45,8 @@ class ServeConfig:
     log_level: str = "warning"  # uvicorn's log level
     precision: str = "auto"  # precision switches: a preset or switch names (`d3d/models/precision.py`)
     weights: str = "dense"  # "int8": weight-only int8 target and drafter (`d3d/models/quantize.py`)
+    max_body_bytes: int = 4 * 1024 * 1024  # request bodies beyond this get a 413
+    max_prompt_chars: int = 0  # prompt text beyond this many characters is refused before tokenizing; 0 = 16 per context token
 
     def validate(self) -> None:
         if self.dtype not in DTYPE_NAMES:
@@ -53,15 +55,19 @@ class ServeConfig:
             raise D3DError(f"--port must be in 0..65535, got {self.port}")
         if self.max_batch < 1 or self.max_queue < 0:
             raise D3DError(f"--max-batch must be >= 1 and --max-queue >= 0, got {self.max_batch}, {self.max_queue}")
+        if self.max_body_bytes < 1 or self.max_prompt_chars < 0:
+            raise D3DError(f"--max-body-bytes must be >= 1 and --max-prompt-chars >= 0, got {self.max_body_bytes}, "
+                           f"{self.max_prompt_chars}")
 
 
 def build(cfg: ServeConfig, log=print):
     """(app, engine loop) for `cfg`: the models are loaded here, once."""
     from d3d.inference.batch_engine import BatchDecoder
     from d3d.inference.pipeline import load_drafter, load_target
-    from d3d.serving.app import ServedModel, create_app
+    from d3d.serving.app import create_app
     from d3d.serving.engine_loop import EngineConfig, EngineLoop
     from d3d.serving.metrics import ServingMetrics
+    from d3d.serving.validation import RequestLimits, ServedModel
 
     cfg.validate()
     target = load_target(cfg.target, cfg.device, cfg.dtype, cfg.precision, cfg.weights)  # the pipeline resolves "auto"
@@ -70,7 +76,8 @@ def build(cfg: ServeConfig, log=print):
     log(f"[d3d serve] target {target.name} ({target.dtype}, {target.weights} weights, {target.device}); {choice.description}")
     drafter = choice.drafter
     served = ServedModel(cfg.served_model_name or target.name, target.tokenizer, target.context_length,
-                         target.eos_token_ids, model.spec.vocab_size, int(time.time()))
+                         target.eos_token_ids, model.spec.vocab_size, int(time.time()),
+                         RequestLimits(cfg.max_body_bytes, cfg.max_prompt_chars))
     metrics = ServingMetrics(drafter.block_size, cfg.max_batch)
     policy, gate = draft_policy_factory(cfg.draft_length, model, choice, log)
 
@@ -138,9 +145,10 @@ def run_server(cfg: ServeConfig) -> int:
     print(f"[d3d serve] listening on http://{cfg.host}:{cfg.port} (max batch {cfg.max_batch}, "
           f"max queue {cfg.max_queue})", file=sys.stderr, flush=True)
     server = DrainingServer(config)
-    # uvicorn re-raises a captured SIGTERM once it has shut down gracefully; with this handler in
-    # place that is a no-op, so a drained shutdown exits with status 0.
+    # uvicorn re-raises a captured SIGTERM / SIGINT once it has shut down gracefully; with these
+    # handlers in place that is a no-op, so a drained shutdown (Ctrl-C included) exits with status 0.
     signal.signal(signal.SIGTERM, lambda *_: None)
+    signal.signal(signal.SIGINT, lambda *_: None)
     server.run()
     engine.close()
     print("[d3d serve] stopped", file=sys.stderr, flush=True)

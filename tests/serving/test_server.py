@@ -1,9 +1,11 @@
 """`d3d serve` end to end: a real server process on a free loopback port, a tiny random model, the
-real `openai` client (streaming and not, concurrent), every bad input the issue lists, 429 with
-Retry-After on a full queue, disconnects freeing their slot, metrics, and SIGTERM shutdown.
+real `openai` client (streaming and not, concurrent), every bad input the issue lists (refused
+OpenAI fields, oversized bodies and prompts, unbounded stop lists, lone surrogates), 429 with
+Retry-After on a full queue, disconnects freeing their slot whether tokens flow or not, selective
+prefill, metrics, and SIGTERM / Ctrl-C shutdown with exit status 0.
 
-One server is shared by the module (max batch 3, max queue 2, drain 0.3 s); the SIGTERM test
-runs last and stops it.
+One server is shared by the module (max batch 3, max queue 2, drain 0.3 s, bodies up to 64 KiB,
+prompts up to 20000 characters); the SIGTERM test runs last and stops it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from tests.conftest import save_tiny_model, save_tiny_tokenizer
 MAX_BATCH, MAX_QUEUE = 3, 2
 CONTEXT = 4096  # long enough that a long request stays in flight for seconds (the tiny model is fast)
 LONG = 3000  # max_tokens of a request that must still be running while the test looks
+MAX_BODY, MAX_PROMPT_CHARS = 65536, 20000
 
 
 def free_port() -> int:
@@ -45,7 +48,8 @@ class Server:
         self.log = log
         cmd = [sys.executable, "-m", "d3d.cli", "serve", "--target", str(model_dir), "--port", str(self.port),
                "--dtype", "float32", "--device", "cpu", "--max-batch", str(MAX_BATCH), "--max-queue", str(MAX_QUEUE),
-               "--served-model-name", "tiny", "--drain-seconds", "0.3"]
+               "--served-model-name", "tiny", "--drain-seconds", "0.3", "--max-body-bytes", str(MAX_BODY),
+               "--max-prompt-chars", str(MAX_PROMPT_CHARS)]
         env = os.environ | {"OMP_NUM_THREADS": "1", "D3D_CACHE": str(log.parent / "cache")}  # pass costs measured here
         self.proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
         self.wait_ready()
@@ -190,6 +194,19 @@ BAD_INPUTS = {
     "unknown model": GOOD | {"model": "gpt-9"},
     "n above 1": GOOD | {"n": 2},
     "messages not a list": GOOD | {"messages": "hi"},
+    "lone surrogate": b'{"messages": [{"role": "user", "content": "w1 \\ud800 w2"}], "max_tokens": 4}',
+    "deeply nested JSON": b'{"messages": ' + b"[" * 20000 + b"]" * 20000 + b"}",
+    "too many stop strings": GOOD | {"stop": [f"s{i}" for i in range(17)]},
+    "a stop string too long": GOOD | {"stop": "x" * 257},
+    "prompt text too long": GOOD | {"messages": [{"role": "user", "content": "w1 " * (MAX_PROMPT_CHARS // 3 + 1)}]},
+    "prefill keep outside (0, 1]": GOOD | {"d3d_prefill_keep": 1.5},
+    "prefill keep not a number": GOOD | {"d3d_prefill_keep": "most"},
+}
+REFUSED = {  # OpenAI / vLLM fields the server does not implement, set to something other than "off"
+    "logprobs": True, "top_logprobs": 3, "tools": [{"type": "function", "function": {"name": "f"}}],
+    "tool_choice": "required", "response_format": {"type": "json_object"}, "frequency_penalty": 0.5,
+    "presence_penalty": -1, "repetition_penalty": 1.2, "logit_bias": {"3": 1}, "best_of": 2, "echo": True,
+    "suffix": "end", "n": 3, "min_tokens": 4, "stop_token_ids": [5],
 }
 
 
@@ -202,6 +219,58 @@ def test_bad_input_is_a_400_and_the_server_keeps_serving(server, case):
     error = r.json()["error"]
     assert set(error) == {"message", "type", "param", "code"} and error["message"] and error["code"] == 400
     assert httpx.post(f"{server.url}/v1/chat/completions", json=GOOD).status_code == 200
+
+
+@pytest.mark.parametrize("field", list(REFUSED))
+def test_fields_the_server_does_not_implement_are_a_400_naming_them(server, field):
+    r = httpx.post(f"{server.url}/v1/completions", json={"prompt": "w9", "max_tokens": 2, field: REFUSED[field]})
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["param"] == field and f"'{field}' is not supported" in error["message"]
+
+
+def test_fields_at_their_off_value_and_unknown_fields_are_accepted(server):
+    off = {"logprobs": False, "top_logprobs": 0, "tools": [], "frequency_penalty": 0, "presence_penalty": 0.0,
+           "logit_bias": {}, "response_format": {"type": "text"}, "n": 1, "best_of": 1, "echo": False,
+           "user": "u", "frobnicate": [1]}
+    r = httpx.post(f"{server.url}/v1/chat/completions", json=GOOD | off)
+    assert r.status_code == 200, r.text
+
+
+def test_an_oversized_body_is_a_413_before_it_is_read(server):
+    big = json.dumps(GOOD | {"pad": "x" * MAX_BODY}).encode()
+    r = httpx.post(f"{server.url}/v1/chat/completions", content=big, headers={"content-type": "application/json"})
+    assert r.status_code == 413 and "bytes" in r.json()["error"]["message"]
+
+    def chunks():  # no Content-Length: the server counts while reading
+        for _ in range(MAX_BODY // 4096 + 2):
+            yield b" " * 4096
+
+    r = httpx.post(f"{server.url}/v1/chat/completions", content=chunks(), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"]["code"] == 413
+
+
+def test_errors_outside_the_routes_have_the_openai_shape(server):
+    for r in (httpx.get(f"{server.url}/v1/nothing"), httpx.get(f"{server.url}/v1/completions")):
+        assert r.status_code in (404, 405) and set(r.json()["error"]) == {"message", "type", "param", "code"}
+
+
+def test_a_temperature_below_the_floor_is_greedy(server):
+    client = server.client()
+    greedy = chat(client, words(61, 62), 16).choices[0].message.content
+    tiny = client.chat.completions.create(model="tiny", messages=[{"role": "user", "content": words(61, 62)}],
+                                          max_tokens=16, temperature=1e-40, seed=3).choices[0].message.content
+    assert tiny == greedy
+
+
+def test_selective_prefill_reads_part_of_a_long_prompt(server):
+    context = " ".join(f"w{10 + i % 80}" for i in range(1200))
+    message = f"{context}\n\nw3 w4"
+    reply = httpx.post(f"{server.url}/v1/chat/completions", json=GOOD | {
+        "messages": [{"role": "user", "content": message}], "max_tokens": 6, "temperature": 0,
+        "d3d_prefill_keep": 0.3}).json()
+    assert reply["usage"]["completion_tokens"] == 6
+    assert reply["d3d"]["prompt_tokens_read"] <= 0.3 * reply["usage"]["prompt_tokens"]
 
 
 def test_prompt_longer_than_context_is_a_400(server):
@@ -266,8 +335,38 @@ def test_metrics_are_exported(server):
     assert server.metric("d3d_generation_tokens_total") > 0
 
 
-def test_unknown_fields_are_ignored(server):
-    assert httpx.post(f"{server.url}/v1/chat/completions", json=GOOD | {"logit_bias": {"3": 1}, "frobnicate": [1]}).status_code == 200
+def test_a_non_streaming_client_that_leaves_while_tokens_flow_is_noticed(server):
+    """Its job leaves the batch although its events never pause (plain decoding, one token a round)."""
+    cancelled = server.metric('d3d_requests_total{outcome="cancelled"}')
+    body = {"prompt": words(72), "max_tokens": LONG, "temperature": 0, "ignore_eos": True, "d3d_speculative": False}
+    with httpx.Client(timeout=0.5) as client:
+        with pytest.raises(httpx.ReadTimeout):
+            client.post(f"{server.url}/v1/completions", json=body)
+    health = lambda: httpx.get(f"{server.url}/health").json()  # noqa: E731
+    assert wait_for(lambda: health()["running"] == 0, timeout=10), health()
+    assert server.metric('d3d_requests_total{outcome="cancelled"}') == cancelled + 1
+
+
+def test_a_waiting_stream_whose_client_left_frees_its_queue_place(server):
+    """No tokens flow for a waiting job; the watcher still notices its client leave."""
+    streams = [long_stream(server) for _ in range(MAX_BATCH)]
+    queued = [httpx.Client(timeout=30) for _ in range(MAX_QUEUE)]
+    pending = [c.send(c.build_request("POST", f"{server.url}/v1/completions",
+                                      json={"prompt": "w3", "max_tokens": LONG, "stream": True}), stream=True)
+               for c in queued]
+    health = lambda: httpx.get(f"{server.url}/health").json()  # noqa: E731
+    assert wait_for(lambda: health()["waiting"] == MAX_QUEUE)
+    pending[0].close()
+    queued[0].close()
+    assert wait_for(lambda: health()["waiting"] == MAX_QUEUE - 1), health()
+    replacement = httpx.Client(timeout=30)
+    extra = replacement.send(replacement.build_request("POST", f"{server.url}/v1/completions",
+                                                       json={"prompt": "w3", "max_tokens": 2, "stream": True}), stream=True)
+    assert extra.status_code == 200  # not a 429
+    for client, response, _ in streams + [(c, p, None) for c, p in zip(queued[1:] + [replacement], pending[1:] + [extra])]:
+        response.close()
+        client.close()
+    assert wait_for(lambda: health()["running"] == 0 and health()["waiting"] == 0), health()
 
 
 def test_loadtest_against_the_server(server, tmp_path, capsys):
