@@ -18,6 +18,22 @@ q0 is the teacher's distribution on a block row, y its label and q the student's
 teacher q~ ranks y first by a margin of at least delta (exactly delta where it adjusts), so the
 student is never distilled towards the teacher's mistakes.
 
+Two more choices for the block rows (issue 16, "Training that spends the CPU well"):
+
+    L_diff = ce_weight * L_CE + kd_weight * L_KD
+    L_CE   = the position-weighted cross-entropy against the hard labels (the paper's L_diff)
+    L_KD   = the same, against the target's stored top-k renormalised (soft labels, `topk_distill.py`)
+
+(KD alone: ce 0, kd 1; PARD-2's mix: kd 10, ce 1), and the position weights: `exp` (the paper's
+w_j above) or `survival`, where drafted token j is weighted by the chance that the drafter's own
+block survives to it:
+
+    w_j = prod_{i < j} q(y_i)      over the drafted tokens i of the same block (w_1 = 1)
+
+with q(y_i) the drafter's current probability of the label of token i, detached (0 for a label
+outside the drafting vocabulary). Tokens the drafter rarely reaches then cost little, and the
+weights follow its acceptance as it learns (PARD-2, D-PACE).
+
 Both are defined per response (per packed example); a micro-batch of several examples averages
 the per-example values, so an example counts the same whatever its length or batch mates.
 
@@ -51,8 +67,10 @@ from torch.utils.checkpoint import checkpoint
 from d3d.models.decoder import DecoderModel
 from d3d.models.drafter import causal_blocks, label_offset
 from d3d.training.packing import IGNORE, PackedBatch
+from d3d.training.topk_distill import SoftTargets, chunked_soft_cross_entropy, soft_targets
 
 GAMMA_AT_16 = 7.0  # the paper's decay at B = 16 (from DFlash); scaled linearly with B
+POSITION_WEIGHTING = ("exp", "survival")  # exp(-(j-1)/gamma) (the paper's), or the prefix-survival product
 
 
 @dataclass(frozen=True)
@@ -65,6 +83,9 @@ class LossConfig:
     kd_delta: float = 0.01  # margin delta of the adjusted teacher (distillation only)
     labels: str = "same-position"  # label convention of the block rows (sets which row gets which weight)
     block_attention: str = "bidirectional"  # how block rows see each other (`d3d.models.drafter.BLOCK_ATTENTION`)
+    ce_weight: float = 1.0  # weight of the block rows' hard-label cross-entropy L_CE within L_diff
+    kd_weight: float = 0.0  # weight of distillation from the stored top-k L_KD within L_diff (needs top-k data)
+    position_weighting: str = "exp"  # exp: exp(-(j-1)/gamma); survival: prod_{i<j} q(y_i), detached
 
     @property
     def decay(self) -> float:
@@ -85,6 +106,18 @@ def position_weights(block_size: int, gamma: float, labels: str = "same-position
     w = torch.exp(-(j - 1) / gamma)
     w[(j < 1) | (j > block_size - 1)] = 0.0
     return w
+
+
+def survival_weights(p_correct: Tensor) -> Tensor:
+    """[b, k, B] weight per block row: the product of `p_correct` over the rows before it in its block.
+
+    p_correct: [b, k, B] the drafter's (detached) probability of each row's label; 1 on rows without
+    a label (the anchor row under same-position labels, rows past the response), 0 where the label
+    cannot be drafted. A block's rows run in the order of the drafted tokens under either label
+    convention, so the row predicting drafted token j gets prod_{i<j} q(y_i) and token 1 gets 1.
+    """
+    first = p_correct.new_ones(p_correct.shape[:-1] + (1,))
+    return torch.cumprod(torch.cat([first, p_correct[..., :-1]], -1), -1)
 
 
 @dataclass
@@ -121,6 +154,9 @@ class LossParts:
     rows: Tensor  # real (unpadded) query rows of the pass (int)
     kl: Tensor | None = None  # L_KL against the teacher (distillation only)
     dropped: Tensor | None = None  # labels outside the drafting vocabulary, not trained (int; with a VocabSubset)
+    kd: Tensor | None = None  # L_KD against the stored top-k, mean over examples (with kd_weight and top-k data)
+    kd_rows: Tensor | None = None  # block rows with a soft label (int)
+    kd_dropped: Tensor | None = None  # top-k entries outside the drafting vocabulary, dropped (int)
 
     def as_dict(self) -> dict[str, Tensor]:
         return {k: v for k, v in self.__dict__.items() if v is not None}
@@ -140,19 +176,20 @@ def drafter_losses(
     num_clean = batch.input_ids.shape[1]
     b, k, bs = batch.block_labels.shape
     loss_dtype = torch.promote_types(hidden.dtype, torch.float32)
-    weights = position_weights(bs, cfg.decay, cfg.labels).to(hidden.device, loss_dtype)
-    weights = weights.expand(b, k, bs).reshape(b, k * bs)
     block_labels, ar_labels, dropped = batch.block_labels.reshape(b, k * bs), batch.ar_labels, None
     head = model.lm_head.weight
     if vocab is not None:
         (block_labels, dropped_diff), (ar_labels, dropped_ar) = vocab.remap(block_labels), vocab.remap(ar_labels)
         head, dropped = head[vocab.ids], dropped_diff + dropped_ar
     with torch.set_grad_enabled(torch.is_grad_enabled() and cfg.diffusion_weight != 0):
-        diff = weighted_example_mean(head, hidden[:, num_clean:], block_labels, weights, cfg.chunk_rows)
+        block = block_losses(head, hidden[:, num_clean:], block_labels, batch, cfg, vocab)
+    diff, weights, ce_weight = block.ce, block.weights, cfg.diffusion_weight * cfg.ce_weight
     ar_weights = torch.ones_like(ar_labels, dtype=loss_dtype)
     with torch.set_grad_enabled(torch.is_grad_enabled() and cfg.lambda_ar != 0):
         ar = weighted_example_mean(head, hidden[:, :num_clean], ar_labels, ar_weights, cfg.chunk_rows)
-    terms = [w * t for w, t in ((cfg.diffusion_weight, diff), (cfg.lambda_ar, ar)) if w != 0]
+    terms = [w * t for w, t in ((ce_weight, diff), (cfg.lambda_ar, ar)) if w != 0]
+    if block.kd is not None and cfg.diffusion_weight * cfg.kd_weight != 0:
+        terms.append(cfg.diffusion_weight * cfg.kd_weight * block.kd)
     kl = None
     if teacher is not None:
         with torch.no_grad():
@@ -164,12 +201,71 @@ def drafter_losses(
         )
         terms.append(kl)
     return LossParts(
-        total=sum(terms[1:], terms[0]), diff=diff if cfg.diffusion_weight != 0 else diff.detach(),
+        total=sum(terms[1:], terms[0]) if terms else 0.0 * diff, diff=diff if ce_weight != 0 else diff.detach(),
         ar=ar.detach() if cfg.lambda_ar == 0 else ar,
         diff_rows=(block_labels != IGNORE).sum(), ar_rows=(ar_labels != IGNORE).sum(),
         rows=batch.valid.sum() + (batch.block_labels != IGNORE).any(-1).sum() * bs,  # padding blocks have no label
-        kl=kl, dropped=dropped,
+        kl=kl, dropped=dropped, kd=block.kd, kd_rows=block.kd_rows, kd_dropped=block.kd_dropped,
     )
+
+
+@dataclass
+class BlockLosses:
+    """The block rows' loss terms of one micro-batch (n = k * B block rows per example)."""
+
+    ce: Tensor  # L_CE against the hard labels, mean over examples
+    weights: Tensor  # [b, n] the position weights used (exp or survival)
+    kd: Tensor | None = None  # L_KD against the stored top-k, mean over examples (None: not asked, or no top-k)
+    kd_rows: Tensor | None = None  # rows with a soft label (int)
+    kd_dropped: Tensor | None = None  # top-k entries outside the drafting vocabulary (int)
+
+
+def block_losses(head: Tensor, hidden: Tensor, labels: Tensor, batch: PackedBatch, cfg: LossConfig,
+                 vocab: VocabSubset | None = None) -> BlockLosses:
+    """L_CE (and, with kd_weight and top-k in the batch, L_KD) of the block rows, one projection per chunk.
+
+    head: [vocab', h] the LM head rows projected onto; hidden: [b, n, h] the block rows' final hidden
+    states; labels: [b, n] positions in `head` (IGNORE = no loss; remapped by `vocab` when given).
+    """
+    b, n = labels.shape
+    picked = labels != IGNORE  # [b, n]
+    example = torch.arange(b, device=labels.device)[:, None].expand_as(labels)[picked]  # [m]
+    soft = _soft_targets(batch, picked, hidden, vocab) if cfg.kd_weight != 0 else None
+    if soft is None:
+        per_row = chunked_cross_entropy(hidden[picked], head, labels[picked], cfg.chunk_rows)[:, None]  # [m, 1]
+    else:
+        per_row = chunked_soft_cross_entropy(hidden[picked], head, labels[picked], soft, cfg.chunk_rows)  # [m, 2]
+    weights = _block_weights(cfg, per_row[:, 0].detach(), picked, batch.block_labels.reshape(b, n) != IGNORE,
+                             batch.block_labels.shape).to(per_row.dtype)  # [b, n]
+    ce = example_mean(per_row[:, 0], example, weights[picked], b)
+    if soft is None:
+        return BlockLosses(ce, weights)
+    kd = example_mean(per_row[soft.has, 1], example[soft.has], weights[picked][soft.has], b)
+    return BlockLosses(ce, weights, kd, soft.has.sum(), soft.dropped)
+
+
+def _soft_targets(batch: PackedBatch, picked: Tensor, hidden: Tensor, vocab: VocabSubset | None) -> SoftTargets | None:
+    """Soft labels of the picked rows [b, n] from the batch's top-k (None when it carries none)."""
+    if batch.block_topk_ids is None:
+        return None
+    b, n = picked.shape
+    ids = batch.block_topk_ids.reshape(b, n, -1)[picked]  # [m, K]
+    logprobs = batch.block_topk_logprobs.reshape(b, n, -1)[picked]
+    dtype = torch.promote_types(hidden.dtype, torch.float32)
+    return soft_targets(ids, logprobs, dtype, None if vocab is None else vocab.index)
+
+
+def _block_weights(cfg: LossConfig, ce: Tensor, picked: Tensor, labelled: Tensor, shape: torch.Size) -> Tensor:
+    """[b, n] position weights: exp(-(j-1)/gamma), or survival from the per-row cross-entropy `ce` [m]
+    of the picked rows (q(y) = exp(-ce)); `labelled` [b, n] marks rows labelled before any vocabulary
+    remapping, so a label outside the drafting vocabulary stops survival."""
+    b, k, bs = shape
+    if cfg.position_weighting == "exp":
+        weights = position_weights(bs, cfg.decay, cfg.labels).to(ce.device, ce.dtype)
+        return weights.expand(b, k, bs).reshape(b, k * bs)
+    p_correct = torch.where(labelled, 0.0, 1.0).to(ce.device, ce.dtype)  # [b, n]
+    p_correct[picked] = torch.exp(-ce)
+    return survival_weights(p_correct.view(b, k, bs)).reshape(b, k * bs)
 
 
 def adjusted_teacher(q0: Tensor, y: Tensor, delta: float) -> Tensor:
@@ -205,7 +301,15 @@ def weighted_example_mean(
         t_hidden, t_head, delta = teacher
         losses = chunked_distillation(hidden[picked], head, t_hidden[picked], t_head, labels[picked],
                                       delta, chunk_rows)
-    w = weights[picked].to(losses.dtype)
+    return example_mean(losses, example, weights[picked].to(losses.dtype), b)
+
+
+def example_mean(losses: Tensor, example: Tensor, w: Tensor, b: int) -> Tensor:
+    """Mean over the b examples of sum(w * loss) / sum(w) over each example's rows.
+
+    losses, w: [m] per row; example: [m] the example each row belongs to. An example without rows
+    does not count.
+    """
     num = torch.zeros(b, dtype=losses.dtype, device=losses.device).index_add(0, example, w * losses)
     den = torch.zeros(b, dtype=losses.dtype, device=losses.device).index_add(0, example, w)
     has = (den > 0).to(num.dtype)  # an example without labelled rows does not count (no host sync)

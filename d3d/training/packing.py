@@ -75,6 +75,8 @@ class Example:
     prompt_ids: np.ndarray  # [P] int32
     response_ids: np.ndarray  # [T] int32, T >= 2
     row_id: str = ""  # the row's id in the data file, for messages
+    topk_ids: np.ndarray | None = None  # [T, k] int32: the target's k likeliest tokens at each response position
+    topk_logprobs: np.ndarray | None = None  # [T, k] float32: their log-probabilities (`d3d data --top-k-logits`)
 
 
 @dataclass
@@ -88,11 +90,14 @@ class DataReport:
     short: int = 0  # rows whose response has fewer than 2 tokens (no anchor possible)
     truncated: int = 0  # rows cut to max_length tokens
     clamped: int = 0  # rows whose response allows fewer than K anchors (K clamped to T-1)
+    topk: int = 0  # kept rows carrying the target's top-k per response position (for distillation)
+    bad_topk: int = 0  # kept rows whose top-k is malformed (trained on hard labels only)
 
     def summary(self) -> str:
         text = f"{self.kept} of {self.rows} rows from {self.files} file(s)"
         dropped = [(self.malformed, "malformed"), (self.short, "with a response under 2 tokens")]
-        notes = [(self.truncated, "truncated to max length"), (self.clamped, "with fewer anchors than K (clamped)")]
+        notes = [(self.truncated, "truncated to max length"), (self.clamped, "with fewer anchors than K (clamped)"),
+                 (self.topk, "with top-k logits"), (self.bad_topk, "with malformed top-k (ignored)")]
         dropped = [f"{n} {what}" for n, what in dropped if n]
         notes = [f"{n} {what}" for n, what in notes if n]
         if dropped:
@@ -165,6 +170,8 @@ def _examples_from_file(
         malformed += status == "malformed"
         report.short += status == "short"
         if example is not None:
+            report.bad_topk += status == "bad top-k"
+            report.topk += example.topk_ids is not None
             report.truncated += _truncate(example, max_length)
             report.clamped += len(example.response_ids) - 1 < num_anchors
             examples.append(example)
@@ -211,7 +218,7 @@ def _read_parquet(file: Path) -> list[dict]:
 
 
 def _parse_row(row: dict | None, vocab_size: int) -> tuple[str, Example | None]:
-    """("ok", example), ("short", None) or ("malformed", None)."""
+    """("ok", example), ("bad top-k", example without its top-k), ("short", None) or ("malformed", None)."""
     if row is None:
         return "malformed", None
     prompt, response = _id_array(row.get("prompt_ids"), vocab_size), _id_array(row.get("response_ids"), vocab_size)
@@ -219,7 +226,29 @@ def _parse_row(row: dict | None, vocab_size: int) -> tuple[str, Example | None]:
         return "malformed", None
     if len(response) < 2:
         return "short", None
-    return "ok", Example(prompt, response, str(row.get("id", "")))
+    example = Example(prompt, response, str(row.get("id", "")))
+    if "topk_ids" not in row and "topk_logprobs" not in row:
+        return "ok", example
+    topk = _topk_arrays(row.get("topk_ids"), row.get("topk_logprobs"), len(response), vocab_size)
+    if topk is None:
+        return "bad top-k", example
+    example.topk_ids, example.topk_logprobs = topk
+    return "ok", example
+
+
+def _topk_arrays(ids, logprobs, response_len: int, vocab_size: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """([T, k] int32 ids, [T, k] float32 log-probabilities) of a row, or None unless both are T x k
+    (k >= 1) numbers, the ids whole and in the vocabulary, the log-probabilities finite and <= 0."""
+    try:
+        ids_f, lp = np.asarray(ids, dtype=np.float64), np.asarray(logprobs, dtype=np.float64)
+    except (TypeError, ValueError):  # ragged lists, strings, None
+        return None
+    if ids_f.ndim != 2 or ids_f.shape != lp.shape or ids_f.shape[0] != response_len or ids_f.shape[1] < 1:
+        return None
+    whole = np.all(ids_f == np.round(ids_f)) and ids_f.min() >= 0 and ids_f.max() < vocab_size
+    if not whole or not np.all(np.isfinite(lp)) or lp.max() > 1e-3:  # 3-decimal rounding may give +0.0005
+        return None
+    return ids_f.astype(np.int32), lp.astype(np.float32)
 
 
 def _id_array(value, vocab_size: int) -> np.ndarray | None:
@@ -243,6 +272,9 @@ def _truncate(example: Example, max_length: int) -> bool:
         p = max_length - min(t, max_length // 2)
         example.prompt_ids = example.prompt_ids[len(example.prompt_ids) - p :]
     example.response_ids = example.response_ids[: max_length - p]
+    if example.topk_ids is not None:
+        example.topk_ids = example.topk_ids[: max_length - p]
+        example.topk_logprobs = example.topk_logprobs[: max_length - p]
     return True
 
 
@@ -267,6 +299,8 @@ class PackedExample:
     blocks: Tensor  # [k, B] the anchor token, then B-1 mask ids
     anchor_pos: Tensor  # [k] absolute position of each anchor
     block_labels: Tensor  # [k, B] label per block row (its convention's); IGNORE on rows predicting nothing or past the response
+    block_topk_ids: Tensor | None = None  # [k, B, K] the target's top-k at each row's label index; IGNORE where unlabelled
+    block_topk_logprobs: Tensor | None = None  # [k, B, K] their log-probabilities (0 where unlabelled)
 
     @property
     def num_rows(self) -> int:
@@ -304,7 +338,18 @@ def pack_example(example: Example, anchors: np.ndarray, cfg: PackingConfig) -> P
     target_idx = a[:, None] + drafted  # response index each block row predicts
     inside = (target_idx <= t - 1) & (drafted >= 1) & (drafted <= bs - 1)
     block_labels = torch.where(inside, response[target_idx.clamp(max=t - 1)], IGNORE)
-    return PackedExample(ids, ar_labels, blocks, p + a, block_labels)
+    packed = PackedExample(ids, ar_labels, blocks, p + a, block_labels)
+    if example.topk_ids is not None:
+        packed.block_topk_ids, packed.block_topk_logprobs = block_topk(example, target_idx.clamp(0, t - 1), inside)
+    return packed
+
+
+def block_topk(example: Example, target_idx: Tensor, inside: Tensor) -> tuple[Tensor, Tensor]:
+    """The stored top-k of the response index each block row is labelled with (the same index as
+    its label): target_idx, inside [k, B] -> ids [k, B, K] (IGNORE outside), log-probabilities [k, B, K]."""
+    ids = torch.as_tensor(example.topk_ids, dtype=torch.long)[target_idx]  # [k, B, K]
+    logprobs = torch.as_tensor(example.topk_logprobs, dtype=torch.float32)[target_idx]
+    return torch.where(inside[..., None], ids, IGNORE), torch.where(inside[..., None], logprobs, 0.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -321,6 +366,8 @@ class PackedBatch:
     blocks: Tensor  # [b, k, B] padding blocks are all-mask and unlabelled
     anchor_pos: Tensor  # [b, k] anchor positions (0 for padding blocks)
     block_labels: Tensor  # [b, k, B] IGNORE where there is no diffusion loss
+    block_topk_ids: Tensor | None = None  # [b, k, B, K] the target's top-k per labelled row; IGNORE where none (None: no example has any)
+    block_topk_logprobs: Tensor | None = None  # [b, k, B, K] their log-probabilities at temperature 1 (0 where none)
 
     def rows(self, causal_blocks: bool = False) -> Rows:
         """The query rows of the packed pass: clean rows (causal, padded) then every block
@@ -333,11 +380,12 @@ class PackedBatch:
         return self.input_ids.shape[0]
 
     def as_dict(self) -> dict[str, Tensor]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """The batch's tensors by field name (absent top-k fields left out)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
     @classmethod
     def from_dict(cls, batch: dict[str, Tensor]) -> PackedBatch:
-        return cls(**{f.name: batch[f.name] for f in fields(cls)})
+        return cls(**{f.name: batch[f.name] for f in fields(cls) if f.name in batch})
 
 
 def collate(examples: Sequence[PackedExample], mask_token_id: int = 0) -> dict[str, Tensor]:
@@ -358,7 +406,22 @@ def collate(examples: Sequence[PackedExample], mask_token_id: int = 0) -> dict[s
         n, m = e.input_ids.numel(), e.blocks.shape[0]
         batch.input_ids[i, :n], batch.valid[i, :n], batch.ar_labels[i, :n] = e.input_ids, True, e.ar_labels
         batch.blocks[i, :m], batch.anchor_pos[i, :m], batch.block_labels[i, :m] = e.blocks, e.anchor_pos, e.block_labels
+    if any(e.block_topk_ids is not None for e in examples):
+        batch.block_topk_ids, batch.block_topk_logprobs = _collate_topk(examples, k, bs)
     return batch.as_dict()
+
+
+def _collate_topk(examples: Sequence[PackedExample], k: int, bs: int) -> tuple[Tensor, Tensor]:
+    """Top-k of every example padded to [b, k, B, K] (K the widest): IGNORE ids and 0 log-probabilities
+    for padding, for blocks of examples without top-k and for top-k narrower than K."""
+    width = max(e.block_topk_ids.shape[-1] for e in examples if e.block_topk_ids is not None)
+    ids = torch.full((len(examples), k, bs, width), IGNORE, dtype=torch.long)
+    logprobs = torch.zeros((len(examples), k, bs, width), dtype=torch.float32)
+    for i, e in enumerate(examples):
+        if e.block_topk_ids is not None:
+            m, w = e.block_topk_ids.shape[0], e.block_topk_ids.shape[-1]
+            ids[i, :m, :, :w], logprobs[i, :m, :, :w] = e.block_topk_ids, e.block_topk_logprobs
+    return ids, logprobs
 
 
 class PackedDataset(Dataset):

@@ -170,4 +170,12 @@ def load_data(
             say(f"no dev data given: holding out the last {held} training rows for validation")
     if not train:
         raise D3DError(f"no usable training rows ({report.summary()})")
+    check_topk(cfg, train)
     return train, dev, asdict(report)
+
+
+def check_topk(cfg: TrainConfig, train: Sequence[Example]) -> None:
+    """D3DError when distillation from the stored top-k is asked for and no training row carries one."""
+    if cfg.kd_weight > 0 and cfg.diffusion_weight > 0 and all(e.topk_ids is None for e in train):
+        raise D3DError("--kd-weight needs the target's top-k per response position, and the training data has "
+                       "none: generate it with `d3d data --top-k-logits 8`, or set --kd-weight 0")

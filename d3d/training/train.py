@@ -117,7 +117,8 @@ class Trainer:
         self.log = JsonlLog(cfg.log_path, self.main)
         self.packing = PackingConfig(cfg.block_size, cfg.num_anchors, facts.mask_token_id, facts.labels)
         self.loss = LossConfig(cfg.block_size, cfg.lambda_ar, cfg.gamma, cfg.loss_chunk_rows, cfg.diffusion_weight,
-                               cfg.kd_delta, facts.labels, facts.block_attention)
+                               cfg.kd_delta, facts.labels, facts.block_attention, ce_weight=cfg.ce_weight,
+                               kd_weight=cfg.kd_weight, position_weighting=cfg.position_weighting)
         self.vocab: VocabSubset | None = None  # the drafting vocabulary the loss projects onto
         self.eval_target: DecoderModel | None = None
         self.last_eval_step = -1
@@ -378,7 +379,7 @@ class Trainer:
 class StepMeter:
     """Sums of per-micro-batch loss parts between log lines, kept on the device (no per-step sync)."""
 
-    KEYS = ("total", "diff", "ar", "rows", "diff_rows", "ar_rows", "kl", "dropped")
+    KEYS = ("total", "diff", "ar", "rows", "diff_rows", "ar_rows", "kl", "dropped", "kd", "kd_rows", "kd_dropped")
 
     def __init__(self) -> None:
         self.reset()
@@ -417,6 +418,10 @@ class StepMeter:
             record["loss_kl"] = means[6]
         if totals[7]:
             record["dropped_labels_per_step"] = totals[7] / steps  # outside the drafting vocabulary
+        if totals[9]:
+            record["loss_kd"], record["kd_rows_per_step"] = means[8], totals[9] / steps  # distillation from the top-k
+        if totals[10]:
+            record["dropped_topk_per_step"] = totals[10] / steps  # top-k entries outside the drafting vocabulary
         self.reset()
         return record
 

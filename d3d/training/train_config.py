@@ -13,6 +13,7 @@ from pathlib import Path
 
 from d3d.errors import D3DError
 from d3d.models.drafter import BLOCK_ATTENTION, LABEL_CONVENTIONS
+from d3d.training.losses import POSITION_WEIGHTING
 
 
 MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
@@ -43,6 +44,9 @@ class TrainConfig:
     num_anchors: int = 128  # K: anchors sampled per response (clamped to T-1)
     lambda_ar: float = 1.0  # weight of the auxiliary AR loss (0 = diffusion only)
     diffusion_weight: float = 1.0  # weight of L_diff (0 with lambda_ar 1 = an AR drafter, the classic baseline)
+    ce_weight: float = 1.0  # weight of the block rows' hard-label cross-entropy within L_diff (0 = distillation alone)
+    kd_weight: float = 0.0  # weight of distillation from the target's stored top-k within L_diff (needs `d3d data --top-k-logits`; PARD-2: 10 with ce 1)
+    position_weighting: str = "exp"  # block position weights: exp (the paper's exp(-(j-1)/gamma)) or survival (product of the drafter's own q(correct) before j)
     teacher: str | None = None  # frozen drafter directory to distil from (pruning recovery: + L_KL)
     kd_delta: float = 0.01  # margin delta of the adjusted teacher
     gamma: float | None = None  # decay of the position weights exp(-(j-1)/gamma) (None = 7 * B / 16)
@@ -93,6 +97,11 @@ class TrainConfig:
             (self.num_anchors >= 1, "num anchors must be at least 1"),
             (self.lambda_ar >= 0 and self.diffusion_weight >= 0, "lambda ar and diffusion weight must be >= 0"),
             (self.lambda_ar + self.diffusion_weight > 0 or self.teacher is not None, "every loss weight is 0"),
+            (self.ce_weight >= 0 and self.kd_weight >= 0, "ce weight and kd weight must be >= 0"),
+            (self.ce_weight + self.kd_weight > 0 or self.diffusion_weight == 0,
+             "ce weight and kd weight are both 0: the block rows would train on nothing"),
+            (self.position_weighting in POSITION_WEIGHTING,
+             f"position weighting must be one of {', '.join(POSITION_WEIGHTING)}"),
             (0 < self.kd_delta < 1, "kd delta must be in (0, 1)"),
             (self.gamma is None or self.gamma > 0, "gamma must be > 0"),
             (self.max_length >= 4, "max length must be at least 4"),

@@ -60,9 +60,13 @@ def dev_losses(model: DecoderModel, dev: Sequence[Example], packing: PackingConf
     if not dev:
         return {}
     data = PackedDataset(dev, packing, seed)
-    diff = ar = 0.0
+    diff = ar = kd = 0.0
+    kd_examples = 0
     for i in range(len(data)):
         batch = {k: v.to(model.device) for k, v in collate([data[i]], packing.mask_token_id).items()}
         parts = drafter_losses(model, PackedBatch.from_dict(batch), loss, vocab=vocab)
         diff, ar = diff + float(parts.diff), ar + float(parts.ar)
-    return {"dev_loss_diff": diff / len(data), "dev_loss_ar": ar / len(data)}
+        if parts.kd_rows is not None and int(parts.kd_rows):
+            kd, kd_examples = kd + float(parts.kd), kd_examples + 1
+    result = {"dev_loss_diff": diff / len(data), "dev_loss_ar": ar / len(data)}
+    return result | ({"dev_loss_kd": kd / kd_examples} if kd_examples else {})
