@@ -114,11 +114,11 @@ def protected_tokens(
 
 def stopword_ids(tokenizer) -> frozenset[int]:
     """Ids of tokens that spell a stopword (any case, with or without a leading space) or a
-    punctuation mark as one whole token; words the tokenizer splits are left out."""
+    punctuation mark as one whole token; words the tokenizer splits, or does not know, are left out."""
     ids = set()
     for word in (*STOPWORDS, *PUNCTUATION):
         for spelling in {word, word.capitalize(), " " + word, " " + word.capitalize()}:
             pieces = tokenizer.encode(spelling, add_special_tokens=False)
-            if len(pieces) == 1:
+            if len(pieces) == 1 and pieces[0] != tokenizer.unk_token_id:
                 ids.add(pieces[0])
     return frozenset(ids)

@@ -13,6 +13,7 @@ from d3d.inference.engine import GenerationConfig, autoregressive_decode
 from d3d.inference.prefill import (
     FullPromptDrafterSource, PrefillConfig, SelectiveStats, reduce_for_target, select_prompt, selective_decode,
 )
+from d3d.inference.prompt_layout import stopword_ids
 from d3d.inference.sampling import SamplingConfig
 from d3d.inference.selectors import (
     SELECTORS, ChunkScorer, FusedScorer, LastScorer, PromptChunks, bm25, build_scorer, layer_attention_mass,
@@ -211,3 +212,14 @@ def test_bad_selector_settings_are_clear_errors(models):
         with pytest.raises(D3DError, match="probe layers"):
             parse_probe_layers(spec)
     assert parse_probe_layers("3-5,9,4") == (3, 4, 5, 9) and parse_selectors("last, random,last") == ("last", "random")
+
+
+def test_stopword_ids_are_whole_stopword_and_punctuation_tokens():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = ["<unk>", "the", "What", "is", "?", "pass", "key", "secret"]
+    backend = Tokenizer(models.WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>")
+    assert stopword_ids(tokenizer) == {1, 2, 3, 4}  # the, What, is, ?; not the content words, not <unk>
