@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     gen.set_defaults(func=cmd_generate)
 
     bench = sub.add_parser("bench", help="run decoding modes interleaved on a suite; table then one JSON line")
-    bench.add_argument("--suite", default="humaneval", help="humaneval, mixed (built-in math, code, chat, writing) or a .jsonl file with a 'prompt' field per line")
+    bench.add_argument("--suite", default="humaneval", help="humaneval, mixed (built-in math, code, chat, writing), longctx / longctx2 (scored long-context prompts, docs/prefill.md) or a .jsonl file with a 'prompt' field per line")
     bench.add_argument("--limit", type=int, default=None, help="first N prompts only")
     bench.add_argument("--modes", default="ar,sync",
                        help="comma-separated: ar, sync, async, hf (transformers generate), pld (prompt lookup), "
