@@ -50,8 +50,9 @@ class Precision:
     residual_fp32: bool = False  # keep the residual stream in float32 (projections stay in the model dtype)
     attention_fp32: bool = False  # attention scores, softmax and weighted sum in float32 (the KV cache is float32)
     fixed_key_span: bool = False  # cached passes attend over the cache's whole capacity (masked), so a
-    # row's attention does not depend on how many rows its pass has: a 1-row step and a k-row
-    # verification then compute each row bit for bit alike
+    # row's attention does not depend on how many rows its pass has; a 1-row step and a k-row
+    # verification can still round a row differently elsewhere (the projections' matrix products
+    # depend on the row count), so their low-precision logits are close, not bit for bit alike
     refine_top: int = 0  # recompute each row's top-m logits exactly in float32 from a float32 final norm (0 = off)
 
     @staticmethod
