@@ -284,5 +284,11 @@ def test_kd_and_ce_training_finishes_and_resumes_exactly(tmp_path, tiny_chat_mod
         for key in ("loss", "loss_diff", "loss_kd", "loss_ar", "grad_norm", "rows_seen"):
             assert x[key] == pytest.approx(y[key], rel=1e-6, abs=1e-6), (x["step"], key)
     assert a[-1]["loss_kd"] < a[0]["loss_kd"]
+    assert all(r["loss"] == pytest.approx(r["loss_diff"] + 10 * r["loss_kd"] + r["loss_ar"], rel=1e-5) for r in a)
+    train(kd_config(tmp_path, tiny_chat_model_dir, topk_data, position_weighting="exp", max_steps=1,
+                    output_dir=str(tmp_path / "exp")))
+    first_exp = train_records(tmp_path / "exp")[0]  # the same weights and rows, weighted exp(-(j-1)/gamma)
+    assert first_exp["loss_ar"] == pytest.approx(a[0]["loss_ar"], rel=1e-6)
+    assert abs(first_exp["loss_diff"] - a[0]["loss_diff"]) > 1e-4
     data_record = json.loads((tmp_path / "whole/log.jsonl").read_text().splitlines()[0])
     assert data_record["kind"] == "data" and data_record["topk"] == data_record["kept"] == 8
