@@ -40,7 +40,7 @@ def table(summary: dict[str, dict], num_layers: int, top_heads: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--per-task", type=int, default=3, help="calibration prompts per task and length (4 tasks, 3 lengths)")
+    parser.add_argument("--per-task", type=int, default=3, help="calibration prompts per task and length (5 tasks, 3 lengths)")
     parser.add_argument("--lengths", default="1000,2000,4000", help="context lengths (approximate tokens)")
     parser.add_argument("--max-layer", type=int, default=15, help="windows of layers end at this layer at most")
     parser.add_argument("--max-cost", type=float, default=0.27, help="recommend a window costing at most this share of a prefill")

@@ -11,8 +11,9 @@ module knows nothing about models or tokenizers.
                        keeps the mix; written for this project (`mixed.jsonl` beside this module)
     "longctx"          45 long-context prompts (pass key, multi-key, documentation QA at 1k, 2k and
                        4k tokens of context), generated offline and scored (`longctx.py`)
-    "longctx2"         60: longctx plus 15 planted-fact prompts asked in other words, the suite that
-                       ranks selective-prefill selectors (`longctx_facts.py`)
+    "longctx2"         75: longctx plus 30 planted-fact prompts asked in other words (half of them
+                       naming nothing of the fact), the suite that ranks selective-prefill
+                       selectors (`longctx_facts.py`)
     path/to/file.jsonl one JSON object per line with a string "prompt" (and optionally "id");
                        blank lines are ignored, anything else malformed is an error naming the line
 

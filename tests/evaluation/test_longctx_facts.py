@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -31,10 +32,10 @@ def test_suites_are_the_same_in_every_process():
 
 def test_longctx2_is_longctx_plus_facts_interleaved_and_answerable():
     prompts = load_suite("longctx2")
-    assert len(prompts) == 60 and len({p.id for p in prompts}) == 60
+    assert len(prompts) == 75 and len({p.id for p in prompts}) == 75
     assert {p.id for p in load_suite("longctx")} < {p.id for p in prompts}
-    assert [p.task for p in prompts[:4]] == list(TASKS2) and prompts[4].id == "longctx/passkey-2000-00"
-    assert Counter(p.id.split("-")[1] for p in prompts) == {"1000": 20, "2000": 20, "4000": 20}
+    assert [p.task for p in prompts[:5]] == list(TASKS2) and prompts[5].id == "longctx/passkey-2000-00"
+    assert Counter(p.id.split("-")[1] for p in prompts) == {"1000": 25, "2000": 25, "4000": 25}
     for p in prompts:
         assert p.text.count(p.evidence) == 1, p.id  # the selector's target is one place in the context
         if p.task != "docqa":
@@ -49,9 +50,19 @@ def test_fact_questions_are_asked_in_other_words():
         assert score(p, f"It is {p.reference[0]}.") == 1.0 and score(p, "I do not know.") == 0.0
 
 
+def test_oblique_questions_share_no_content_word_with_the_fact():
+    stop = {"the", "a", "of", "to", "in", "is", "at", "has", "been", "with", "that", "only", "answer"}
+    for length in (1000, 2000, 4000):
+        for i in range(5):
+            p = fact_prompt(length, i, oblique=True)
+            question = p.text.rsplit("\n\n", 1)[1]
+            words = lambda text: set(re.findall(r"[a-z]+", text.lower())) - stop  # noqa: E731
+            assert p.task == "oblique" and not words(question) & words(p.evidence), (p.id, question)
+
+
 def test_calibration_set_is_disjoint_from_the_suites():
     suite, calibration = longctx2_prompts(), calibration_prompts()
-    assert len(calibration) == 36 and all(p.id.startswith("calibration/") for p in calibration)
+    assert len(calibration) == 45 and all(p.id.startswith("calibration/") for p in calibration)
     assert not {p.evidence for p in suite} & {p.evidence for p in calibration}
     suite_paragraphs = set(paragraph_pool(SUITE.modules))
     for p in calibration:
