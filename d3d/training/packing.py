@@ -26,6 +26,10 @@ Index conventions. Code is 0-based, the paper 1-based. With P prompt and T respo
     AR labels                                 clean row i is labelled ids[i + 1] whenever ids[i+1]
                                               is a response token: rows P-1 .. P+T-2, T labels
                                               (T-1 when the prompt is empty)
+    top-k (optional)                          a block row labelled response[i] also carries the
+                                              row's stored top-k of position i (`d3d data
+                                              --top-k-logits`: the distribution response[i] was
+                                              chosen from), for distillation; IGNORE ids elsewhere
 
 Batching: examples are shuffled per epoch (seeded) and grouped greedily into micro-batches of at
 most `max_examples` examples and, optionally, `max_tokens` padded rows; clean rows are right
