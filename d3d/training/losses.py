@@ -34,7 +34,7 @@ with q(y_i) the drafter's current probability of the label of token i, detached 
 outside the drafting vocabulary). Tokens the drafter rarely reaches then cost little, and the
 weights follow its acceptance as it learns (PARD-2, D-PACE).
 
-Both are defined per response (per packed example); a micro-batch of several examples averages
+Every term is defined per response (per packed example); a micro-batch of several examples averages
 the per-example values, so an example counts the same whatever its length or batch mates.
 
 The vocabulary projection runs in chunks of `chunk_rows` supervised rows, each under
