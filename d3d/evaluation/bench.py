@@ -1,6 +1,6 @@
 """Speed benchmark: every decoding mode on the same prompts, interleaved, in one run.
 
-Modes (the `MODES` registry; a new mode is one more entry):
+Modes (the `MODES` registry in `bench_modes.py`; a new mode is one more entry):
 
     ar    plain autoregressive decoding on the native runtime (the reference, always run)
     sync  synchronous D3D speculative decoding on the native runtime
@@ -48,6 +48,8 @@ and for the drafter modes (sync, async):
                    (0 for sync, which hides nothing)
     speedup_vs_sync  async: sync's total wall time / async's (when both ran)
 
+(`bench_summary.py` computes these from the results-file rows and prints the table.)
+
 Results are appended to a JSONL file (default `runs/bench/<config hash>.jsonl` under the current
 directory): a header line with the config, then one line per finished prompt holding every mode's
 record. Rerunning the same command skips the finished prompts (Ctrl-C loses at most the prompt in
@@ -69,7 +71,6 @@ import copy
 import hashlib
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TextIO
@@ -78,115 +79,33 @@ import torch
 from torch import Tensor
 
 from d3d.errors import D3DError
-from d3d.evaluation.prefill_metrics import (
-    add_scores, format_prefill_table, keep_modes, keep_runner, mode_keep, mode_selector, prefill_record,
-    prefill_summary, wants_prefill_summary,
+from d3d.evaluation.agreement import AGREEMENT_RULE, RunLog, classify
+from d3d.evaluation.bench_modes import (  # noqa: F401  (MODES, runners: the registry's public names)
+    AR_DRAFTER_MODES, DRAFTER_MODES, MODES, SWEEP_SEPARATOR, base_mode, runner_for,
 )
-from d3d.evaluation.agreement import AGREEMENT_RULE, RunLog, agreement_summary, classify
 from d3d.evaluation.bench_results import ResultsFile, d3d_version, directory_digest, results_path_for
+from d3d.evaluation.bench_summary import format_table, progress_text, summarize  # noqa: F401
+from d3d.evaluation.llamacpp import import_llama_cpp
+from d3d.evaluation.prefill_metrics import add_scores, format_prefill_table, keep_modes, mode_keep, prefill_record, wants_prefill_summary
 from d3d.evaluation.suites import BUILTIN_SUITES, Prompt, load_suite
 from d3d.evaluation.timeline import plot_timeline, save_timeline
-from d3d.evaluation.llamacpp import import_llama_cpp, run_llamacpp
-from d3d.evaluation.variants import (
-    add_fastest_plain, agreement_with_ar, close_variants, cross_target, pipeline_for, reference_of, split_variant,
-    variant_runner, with_references,
-)
+from d3d.evaluation.variants import close_variants, cross_target, pipeline_for, reference_of, split_variant, with_references
 from d3d.inference.async_engine import AsyncConfig
-from d3d.inference.successors import Budget
-from d3d.inference.baselines import hf_generate
 from d3d.inference.draft_length import parse_draft_length
-from d3d.inference.tree_engine import parse_branches
 from d3d.inference.engine import DecodeStats, GenerationConfig
 from d3d.inference.pipeline import Pipeline, default_device, load_target, resolve_dtype
 from d3d.inference.prefill import PrefillConfig
-from d3d.inference.selectors import DEFAULT_PROBE_LAYERS_SPEC, DEFAULT_SELECTOR, parse_probe_layers, parse_selectors
 from d3d.inference.sampling import SamplingConfig
+from d3d.inference.selectors import DEFAULT_PROBE_LAYERS_SPEC, DEFAULT_SELECTOR, parse_probe_layers, parse_selectors
+from d3d.inference.successors import Budget
+from d3d.inference.tree_engine import parse_branches
 from d3d.models.decoder import Precision
 
-PLD_TOKENS = 10  # candidate tokens per round of prompt-lookup decoding
 WARMUP_TOKENS = 8  # length of the untimed warm-up generation per mode
 DEFAULT_RESULTS_DIR = Path("runs") / "bench"  # relative to the current directory
 
-ModeRunner = Callable[[Pipeline, Tensor, GenerationConfig], tuple[list[int], DecodeStats]]
-SWEEP_SEPARATOR = "@"  # async@C,F: the async mode at a fixed budget
-
-
-def run_ar(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
-    return pipe.generate(prompt_ids, "ar", cfg)
-
-
-def run_sync(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
-    return pipe.generate(prompt_ids, "sync", cfg)
-
-
-def run_async(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
-    return pipe.generate(prompt_ids, "async", cfg)
-
-
-def run_hf(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
-    return hf_generate(pipe.target, prompt_ids, cfg)
-
-
-def run_pld(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
-    return hf_generate(pipe.target, prompt_ids, cfg, prompt_lookup=PLD_TOKENS)
-
-
-def run_ar_drafter(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
-    return pipe.generate(prompt_ids, "ar-drafter", cfg)
-
-
-def run_hf_assisted(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
-    return hf_generate(pipe.target, prompt_ids, cfg, assistant=pipe.ar_drafter_hf, assistant_tokens=pipe.ar_draft_tokens)
-
-
-MODES: dict[str, ModeRunner] = {
-    "ar": run_ar, "sync": run_sync, "async": run_async, "hf": run_hf, "pld": run_pld,
-    "ar-drafter": run_ar_drafter, "hf-assisted": run_hf_assisted, "llamacpp": run_llamacpp,
-}
-TREE_MODES = ("tree", "tree-drafter", "tree-lookup")  # tree decoding: both branches (--tree-branches), each alone
-DRAFTER_MODES = ("sync", "async", *TREE_MODES)  # modes that use the drafter (their summary names it)
-AR_DRAFTER_MODES = ("ar-drafter", "hf-assisted")  # modes that use the AR draft model
 ASYNC_KEYS = ("budget", "draft_threads", "target_threads", "async_backend")  # settings only async reads
 AR_DRAFTER_KEYS = ("ar_drafter", "ar_draft_tokens")  # settings only the AR-drafter modes read
-
-
-def tree_runner(branches: tuple[str, ...] | None) -> ModeRunner:
-    """Tree decoding with `branches` (None: the pipeline's own, `--tree-branches`)."""
-
-    def run_tree(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
-        saved = pipe.tree_branches
-        pipe.tree_branches = branches or saved
-        try:
-            return pipe.generate(prompt_ids, "tree", cfg)
-        finally:
-            pipe.tree_branches = saved
-
-    return run_tree
-
-
-MODES.update({"tree": tree_runner(None), "tree-drafter": tree_runner(("drafter",)), "tree-lookup": tree_runner(("lookup",))})
-
-
-def base_mode(mode: str) -> str:
-    """"async" for "async@C,F", the mode itself otherwise."""
-    return mode.split(SWEEP_SEPARATOR)[0]
-
-
-def runner_for(mode: str) -> ModeRunner:
-    """The runner of a mode name, budget-sweep and selective-prefill (sync@keepRHO) modes included."""
-    if mode_keep(mode) is not None:
-        return keep_runner(mode_keep(mode), mode_selector(mode))
-    if split_variant(mode)[1] is not None:  # ar@float32, sync@int8, ... (variants.py)
-        return variant_runner(mode)
-    if base_mode(mode) == "async" and SWEEP_SEPARATOR in mode:
-        budget = mode.split(SWEEP_SEPARATOR, 1)[1]
-
-        def run_at_budget(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig):
-            pipe.async_runner.config.budget = budget  # read at the start of every async generation
-            return pipe.generate(prompt_ids, "async", cfg)
-
-        return run_at_budget
-    return MODES[mode]
 
 
 @dataclass
@@ -252,8 +171,8 @@ class BenchConfig:
         """D3DError for any bad value, before anything is loaded."""
         unknown = [m for m in self.modes if m not in MODES and split_variant(m)[1] is None]
         if unknown:
-            raise D3DError(f"unknown mode '{unknown[0]}' (choose from {', '.join(MODES)}, or ar/sync/async@VARIANT "
-                           "with a dtype and/or weight format, e.g. ar@float32, sync@int8)")
+            raise D3DError(f"unknown mode '{unknown[0]}' (choose from {', '.join(MODES)}, or ar/sync/async/tree@VARIANT "
+                           "with a dtype and/or weight format, e.g. ar@float32, sync@int8, tree@int8)")
         if "llamacpp" in self.modes:
             if self.temperature != 0:
                 raise D3DError("mode llamacpp runs greedy only (temperature 0)")
@@ -298,7 +217,7 @@ class BenchConfig:
         key = asdict(self)
         unused = (() if "async" in self.modes else ASYNC_KEYS + ("sweep",)) + (
             () if set(AR_DRAFTER_MODES) & set(self.modes) else AR_DRAFTER_KEYS) + (
-            () if "tree" in self.modes else ("tree_branches",))
+            () if any(split_variant(m)[0] == "tree" for m in self.modes) else ("tree_branches",))  # tree, tree@int8
         unused += () if self.prefill_keep else ("prefill_keep", "prefill_chunk")
         unused += self._unused_selector_keys()
         unused += ("precision",) if self.precision == "auto" else ()  # keys of runs made before these settings
@@ -466,159 +385,6 @@ def warm_up(pipe: Pipeline, modes: tuple[str, ...], prompt: Prompt, cfg: Generat
         runner_for(mode)(pipe, prompt_ids, short)
 
 
-# ---------------------------------------------------------------------------------------------
-# Aggregation and output
-
-
-def _mode_totals(records: list[dict]) -> dict:
-    keys = ("new_tokens", "total_s", "rounds", "round_tokens", "draft_s", "verify_s")
-    async_keys = ("hits", "misses", "successor_s", "successor_passes", "hidden_rounds", "overlapped_rounds", "wait_s")
-    return {key: sum(r.get(key, 0) for r in records) for key in keys + async_keys}
-
-
-def _ratio(num: float, den: float) -> float | None:
-    return num / den if den else None
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
-
-
-def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: str | None = None) -> dict:
-    """Per-mode aggregates over `rows` (finished prompts), keyed by mode name (see module doc)."""
-    ar_records = [row["results"]["ar"] for row in rows]
-    ar = _mode_totals(ar_records)
-    summary = {}
-    for mode in modes:
-        records = [row["results"][mode] for row in rows]
-        refs = [row["results"][reference_of(mode)] for row in rows]  # its own target's plain decoding
-        same = greedy and mode_keep(mode) is None  # a keep mode's target reads another prompt
-        identical = all(r["tokens"] == a["tokens"] for r, a in zip(records, refs)) if same else None
-        summary[mode] = _mode_summary(_mode_totals(records), ar, identical, len(rows))
-        if same and cross_target(mode):  # another model: how far it follows ar (variants.py)
-            summary[mode]["agreement_with_ar"] = agreement_with_ar([r["tokens"] for r in records],
-                                                                   [a["tokens"] for a in ar_records])
-        elif same and mode != "ar":
-            summary[mode] |= agreement_summary([_agreement_kind(r, a) for r, a in zip(records, refs)])
-        if base_mode(mode) in DRAFTER_MODES or mode in AR_DRAFTER_MODES:
-            summary[mode] |= _drafting_summary(base_mode(mode), _mode_totals(records), records)
-        if mode in TREE_MODES:
-            summary[mode] |= _tree_summary(records)
-        if base_mode(mode) in DRAFTER_MODES and drafter is not None:
-            summary[mode]["drafter"] = drafter
-        if any(r.get("draft_lengths") for r in records):
-            summary[mode]["draft_lengths"] = _merged_counts([r.get("draft_lengths") or {} for r in records])
-        if wants_prefill_summary(rows, modes):
-            summary[mode] |= prefill_summary(records, ar_records)
-    for mode in summary:
-        if base_mode(mode) == "async" and "sync" in summary:
-            summary[mode]["speedup_vs_sync"] = _rounded(_ratio(summary["sync"]["total_s"], summary[mode]["total_s"]))
-    add_fastest_plain(summary)
-    return summary
-
-
-def _tree_summary(records: list[dict]) -> dict:
-    """Tree shape over a mode's prompts: mean nodes per round, mean accepted depth (drafted tokens
-    accepted per round), which branch the accepted path came from, and how often the drafter ran."""
-    rounds = sum(r["rounds"] for r in records)
-    return {
-        "mean_nodes": _rounded(_ratio(sum(r.get("tree_nodes", 0) for r in records), rounds)),
-        "mean_accepted_depth": _rounded(_ratio(sum(r["round_tokens"] - r["rounds"] for r in records), rounds)),
-        "wins": _merged_names([r.get("wins") or {} for r in records]),
-        "nodes_hist": _merged_counts([r.get("nodes_hist") or {} for r in records]),
-        "drafter_share": _rounded(_ratio(sum(r.get("drafter_rounds", 0) for r in records), rounds)),
-    }
-
-
-def _merged_names(counts: list[dict[str, int]]) -> dict[str, int]:
-    """Name -> count, summed over prompts, ordered by name."""
-    total: dict[str, int] = {}
-    for c in counts:
-        for name, n in c.items():
-            total[name] = total.get(name, 0) + n
-    return dict(sorted(total.items()))
-
-
-def _merged_counts(counts: list[dict[str, int]]) -> dict[str, int]:
-    """Rows verified per round (k) -> rounds, summed over prompts, ordered by k."""
-    total: dict[int, int] = {}
-    for c in counts:
-        for k, n in c.items():
-            total[int(k)] = total.get(int(k), 0) + n
-    return {str(k): total[k] for k in sorted(total)}
-
-
-def _agreement_kind(record: dict, ar_record: dict) -> str:
-    """A record's agreement (records written before the check: identical or divergence)."""
-    if "agreement" in record:
-        return record["agreement"]
-    return "identical" if record["tokens"] == ar_record["tokens"] else "divergence"
-
-
-def _drafting_summary(mode: str, t: dict, records: list[dict]) -> dict:
-    """t_d / t_v, and for async the hit rate and the share of hidden drafting."""
-    if mode != "async":
-        return {"mean_td_ms": _rounded(_ratio(1000 * t["draft_s"], t["rounds"])),
-                "mean_tv_ms": _rounded(_ratio(1000 * t["verify_s"], t["rounds"])), "hit_rate": None, "hidden_share": 0.0}
-    return {
-        "mean_td_ms": _rounded(_ratio(1000 * t["successor_s"], t["successor_passes"])),
-        "mean_tv_ms": _rounded(_ratio(1000 * t["verify_s"], t["rounds"])),
-        "hit_rate": _rounded(_ratio(t["hits"], t["hits"] + t["misses"])),
-        "hidden_share": _rounded(_ratio(t["hidden_rounds"], t["overlapped_rounds"])),
-        "mean_wait_ms": _rounded(_ratio(1000 * t["wait_s"], t["rounds"])),
-        "budget": records[0].get("budget") if records else None,
-        "n_async": records[0].get("n_async") if records else None,
-        "fallbacks": sum(r.get("fallback") is not None for r in records),
-    }
-
-
-def _mode_summary(t: dict, ar: dict, identical: bool | None, n_prompts: int) -> dict:
-    """One mode's totals `t` against ar's totals `ar`."""
-    rate, ar_rate = _ratio(t["new_tokens"], t["total_s"]), _ratio(ar["new_tokens"], ar["total_s"])
-    return {
-        "tau": _rounded(_ratio(t["round_tokens"], t["rounds"])),
-        "speedup": _rounded(_ratio(ar["total_s"], t["total_s"])),
-        "tokens_per_s": _rounded(rate),
-        "identical": identical,
-        "speedup_per_token": _rounded(_ratio(rate or 0.0, ar_rate or 0.0)),
-        "n_prompts": n_prompts, "new_tokens": t["new_tokens"], "total_s": round(t["total_s"], 4),
-        "rounds": t["rounds"],
-        "mean_draft_ms": _rounded(_ratio(1000 * t["draft_s"], t["rounds"])),
-        "mean_verify_ms": _rounded(_ratio(1000 * t["verify_s"], t["rounds"])),
-    }
-
-
-def _fmt(value, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
-
-
-def format_table(summary: dict) -> str:
-    """One row per mode: tau, tokens/s, speedup (against ar, and per token against the run's fastest plain
-    decoding: "vs best"), identical, mean t_d / t_v, prompts, tokens, hit rate and hidden share (t_d:
-    sync's draft, async's packed successor pass). Where outputs differ, identical reads "I/Tt/Dd": I
-    identical prompts, T near ties, D divergences (`agreement.py`); for a mode on another model
-    (ar@VARIANT, llamacpp) "~I/N": I of N prompts equal ar's output (agreement, `variants.py`)."""
-    head = (f"{'mode':<11} {'tau':>6} {'tok/s':>8} {'speedup':>8} {'vs best':>8} {'identical':>9} {'t_d ms':>8} {'t_v ms':>8} "
-            f"{'prompts':>7} {'tokens':>7} {'hit':>5} {'hidden':>6}")
-    lines = [head, "-" * len(head)]
-    for mode, s in summary.items():
-        identical = "-" if s["identical"] is None else ("yes" if s["identical"] else "NO")
-        if "near_ties" in s and not s["identical"]:  # identical prompts / near ties / divergences
-            identical = f"{s['identical_prompts']}/{s['near_ties']}t/{s['divergences']}d"
-        if "agreement_with_ar" in s and not s["identical"]:
-            identical = f"~{s['agreement_with_ar']['identical_prompts']}/{s['n_prompts']}"
-        lines.append(
-            f"{mode:<11} {_fmt(s['tau'], '.3f'):>6} {_fmt(s['tokens_per_s'], '.2f'):>8} "
-            f"{_fmt(s['speedup'], '.3f'):>8} {_fmt(s.get('speedup_vs_fastest_plain'), '.3f'):>8} {identical:>9} {_fmt(s.get('mean_td_ms', s['mean_draft_ms']), '.2f'):>8} "
-            f"{_fmt(s['mean_verify_ms'], '.2f'):>8} {s['n_prompts']:>7} {s['new_tokens']:>7} "
-            f"{_fmt(s.get('hit_rate'), '.2f'):>5} {_fmt(s.get('hidden_share'), '.2f'):>6}"
-        )
-    return "\n".join(lines)
-
-
-def progress_text(summary: dict) -> str:
-    parts = [f"{m} tau={_fmt(s['tau'], '.2f')} x{_fmt(s['speedup'], '.2f')}" for m, s in summary.items() if m != "ar"]
-    return " | ".join(parts)
 
 
 def _log(message: str) -> None:

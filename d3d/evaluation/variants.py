@@ -2,12 +2,14 @@
 
     ar@float32           plain decoding of the target in float32
     ar@int8  sync@int8   plain and D3D decoding with weight-only int8 projections (the run's dtype)
+    tree@int8            tree decoding (also tree-drafter@..., tree-lookup@...) on the int8 target
     sync@float32+int8    a dtype and a weight format together
 
 A variant names a dtype (`bfloat16`, `float16`, `float32`), a weight format (`dense`, `int8`), or
 both joined by "+"; what it does not name is the run's. Each variant loads its own target (and
 drafter) once, in a `Pipeline` beside the run's, with the run's drafter, block size and
-verification length; the run's precision setting when the dtype is the run's, else `auto`.
+verification length and tree branches; the run's precision setting when the dtype is the run's,
+else `auto`.
 
 Which output a mode is compared with:
 
@@ -36,7 +38,7 @@ from d3d.inference.pipeline import DTYPES, Pipeline, load_target
 from d3d.models.quantize import WEIGHT_FORMATS
 
 SEPARATOR = "@"
-VARIANT_BASES = ("ar", "sync", "async")  # modes that run on a variant's target
+VARIANT_BASES = ("ar", "sync", "async", "tree", "tree-drafter", "tree-lookup")  # modes that run on a variant's target
 CROSS_TARGET_MODES = ("llamacpp",)  # compared with the run's ar as agreement only (besides ar@VARIANT)
 
 
@@ -105,15 +107,19 @@ def _load_variant(pipe: Pipeline, variant: str) -> Pipeline:
     other = Pipeline(target, pipe.drafter_spec, pipe.block_size, copy.copy(pipe.async_config), pipe.ar_drafter_spec,
                      pipe.ar_draft_tokens)
     other.draft_length = pipe.draft_length
+    other.tree_branches = pipe.tree_branches
     return other
 
 
-def variant_runner(mode: str) -> Callable[[Pipeline, Tensor, GenerationConfig], tuple[list[int], DecodeStats]]:
-    """A bench mode runner for `mode` = `BASE@VARIANT`: BASE on the variant's pipeline."""
-    base = split_variant(mode)[0]
+Runner = Callable[[Pipeline, Tensor, GenerationConfig], tuple[list[int], DecodeStats]]
+
+
+def variant_runner(mode: str, base_runner: Runner) -> Runner:
+    """A bench mode runner for `mode` = `BASE@VARIANT`: BASE's own runner (`base_runner`, e.g. tree
+    decoding with one branch for tree-lookup) on the variant's pipeline."""
 
     def run(pipe: Pipeline, prompt_ids: Tensor, cfg: GenerationConfig) -> tuple[list[int], DecodeStats]:
-        return pipeline_for(pipe, mode).generate(prompt_ids, base, cfg)
+        return base_runner(pipeline_for(pipe, mode), prompt_ids, cfg)
 
     return run
 

@@ -51,6 +51,29 @@ def test_sync_on_int8_weights_is_compared_with_int8_plain_decoding(tiny_chat_mod
     assert "vs best" in out.getvalue().splitlines()[0] and format_table(summary)
 
 
+def test_tree_modes_on_int8_weights_equal_int8_plain_decoding(tiny_chat_model_dir, tmp_path, monkeypatch):
+    """tree@int8 (both branches, and each alone) runs on the quantized target with the run's tree
+    settings: every output equals ar@int8's, the tree shape is reported, and ar@int8 itself differs
+    from the dense ar (5 weight levels), so the comparison is with the right reference."""
+    monkeypatch.setattr(quantize, "INT8_MAX", 2)
+    suite = tmp_path / "prompts.jsonl"
+    prompts = ["w10 w11 w12 w10 w11 w12", "w40 w9 w40 w9"]
+    suite.write_text("".join(json.dumps({"id": f"p{i}", "prompt": p}) + "\n" for i, p in enumerate(prompts)))
+    modes = ("tree@int8", "tree-drafter@int8", "tree-lookup@int8")
+    cfg = BenchConfig(suite=str(suite), target=str(tiny_chat_model_dir), max_new_tokens=10, device="cpu", dtype="float32",
+                      modes=modes, block_size=4, drafter="untrained", out=str(tmp_path / "r.jsonl"))
+    summary = run_bench(cfg, io.StringIO())
+    assert list(summary) == ["ar", "ar@int8", *modes]
+    assert summary["ar@int8"]["agreement_with_ar"]["identical_prompts"] < 2
+    rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()[1:]]
+    for mode in modes:
+        assert summary[mode]["identical"] is True and summary[mode]["divergences"] == 0, mode
+        assert all(r["results"][mode]["tokens"] == r["results"]["ar@int8"]["tokens"] for r in rows), mode
+        assert sum(summary[mode]["wins"].values()) == summary[mode]["rounds"], mode
+    assert summary["tree-lookup@int8"]["drafter_share"] == 0
+    assert BenchConfig(modes=("tree@int8",)).results_key()["tree_branches"] == "drafter,lookup"
+
+
 def test_llamacpp_without_the_extra_is_one_line(tiny_chat_model_dir, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "llama_cpp", None)  # import llama_cpp raises ImportError
     with pytest.raises(D3DError, match=r"pip install '\.\[llamacpp\]'"):
