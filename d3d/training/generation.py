@@ -82,7 +82,7 @@ LOGPROB_DECIMALS = 3  # stored top-k log-probabilities are rounded to this many 
 def top_logprobs(logits: Tensor, k: int) -> tuple[list[list[int]], list[list[float]]]:
     """The k likeliest tokens of each row and their log-probabilities: logits [b, V] -> two [b][k] lists."""
     values, ids = torch.log_softmax(logits.float(), dim=-1).topk(k, dim=-1)
-    return ids.tolist(), values.mul(10**LOGPROB_DECIMALS).round().div(10**LOGPROB_DECIMALS).tolist()
+    return ids.tolist(), values.double().mul(10**LOGPROB_DECIMALS).round().div(10**LOGPROB_DECIMALS).tolist()
 
 
 class RowTracker:
