@@ -213,14 +213,14 @@ class EngineLoop:
     # -- the loop thread --------------------------------------------------------------------
 
     def _run(self) -> None:
-        reason = "the engine loop ended"
+        reason = "the engine loop is not running (it ended)"
         try:
             with torch.inference_mode():  # this thread only decodes; caches it grows stay writable here
                 while self._step_loop():
                     pass
         except BaseException as exc:  # noqa: BLE001 - `_step_loop` could not recover: fail everyone, say why
             self._log_exception(exc)
-            reason = f"the engine loop stopped after an internal error: {exc}"
+            reason = f"the engine loop is not running (it stopped after an internal error: {exc})"
         finally:
             self._halt(reason)
 
