@@ -46,7 +46,7 @@ def test_rewrite_and_missing_file(tmp_path):
 
 
 def test_prune_log_and_results_reader_survive_a_torn_line(tmp_path):
-    from d3d.evaluation.results import read_prune_log
+    from d3d.evaluation.results_optional import read_prune_log
     from d3d.training.prune import PruneLog
 
     stage = {"kind": "stage", "stage": 1, "layers": [0, 1]}

@@ -1,59 +1,245 @@
-"""The results page: every benchmark runs (resumably), the plots exist, the page holds the tables."""
+"""The results page (`make results`): sections run as commands, resumably, a failing command is
+reported without stopping the others, `--only` / `--list`, and every section renders from its
+output. No measurement runs here: a fake executor writes each command's output in the format the
+real command prints (built with the real printers where they exist: the benchmark's summary, the
+cost report, the load-test and soak tables, the data report)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+from dataclasses import asdict
+from pathlib import Path
 
-from d3d.evaluation.results import EXTRA_BENCHES, MODE_NAMES, TABLE_MODES, ResultsConfig, make_results, read_prune_log
-from d3d.jsonl import read_records
-from tests.inference.test_ar_drafting import save_ar_drafter
+import pytest
 
-PROMPTS = ["w10 w11 w12 w13 w10 w11 w12", "w20 w30 w40"]
+from d3d.evaluation import results
+from d3d.evaluation.bench_summary import summarize
+from d3d.evaluation.pass_cost import report as cost_report
+from d3d.evaluation.results import main, make_results
+from d3d.evaluation.results_config import ResultsConfig
+from d3d.evaluation.results_steps import Step, run_command, run_step
+from d3d.evaluation.step_profile import OpTime, StepProfile
+from d3d.serving.loadtest import PhaseResult, report as load_report
+from d3d.serving.soak import Outcome, SoakConfig, SoakReport, print_table
+from d3d.training.data import DataReport, format_report
 
-
-def assert_table1_holds_the_measured_numbers(page: str, results_file) -> None:
-    """Every Table 1 cell is recomputed here from the per-prompt records of the benchmark's results
-    file: tau = appended tokens / rounds, speedup = plain decoding's wall time / the mode's."""
-    rows = [r for r in read_records(results_file) if "results" in r]
-    assert len(rows) == len(PROMPTS)
-    ar_s = sum(r["results"]["ar"]["total_s"] for r in rows)
-    for mode in TABLE_MODES:
-        records = [r["results"][mode] for r in rows]
-        tau = round(sum(x["round_tokens"] for x in records) / sum(x["rounds"] for x in records), 4)
-        speedup = round(ar_s / sum(x["total_s"] for x in records), 4)
-        cell = f"**{speedup:.2f}x**" if mode == "async" else f"{speedup:.2f}x"
-        assert f"| {MODE_NAMES[mode]} | {tau:.2f} | {cell} |" in page, (mode, tau, speedup)
+TABLE_MODES = ("ar", "pld", "sync", "tree", "tree-drafter", "tree-lookup", "ar@float32", "ar@int8", "sync@int8", "tree@int8")
 
 
-def test_the_page_is_generated_from_real_runs_and_regenerated_from_their_files(tiny_chat_model_dir, tmp_path):
-    suite = tmp_path / "suite.jsonl"
-    suite.write_text("".join(json.dumps({"id": f"p{i}", "prompt": p}) + "\n" for i, p in enumerate(PROMPTS)))
-    prune_log = tmp_path / "prune.jsonl"
+def printed(fn, *args) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        fn(*args)
+    return out.getvalue()
+
+
+def record(seconds: float, tokens: list[int], rounds: int, **extra) -> dict:
+    return {"new_tokens": len(tokens), "total_s": seconds, "rounds": rounds, "round_tokens": len(tokens), "draft_s": 0.0,
+            "verify_s": seconds, "tokens": tokens} | extra
+
+
+def bench_output(llamacpp: bool) -> str:
+    """A speed-table run's output: the benchmark's own summary of two fake prompts."""
+    tokens = list(range(20))
+    seconds = {"ar": 2.0, "pld": 1.0, "sync": 1.6, "tree": 0.8, "tree-drafter": 1.0, "tree-lookup": 0.9,
+               "ar@float32": 2.5, "ar@int8": 1.5, "sync@int8": 1.4, "tree@int8": 0.7, "llamacpp": 1.0}
+    modes = TABLE_MODES + (("llamacpp",) if llamacpp else ())
+    tree = {"tree_nodes": 30, "nodes_hist": {"15": 3}, "wins": {"drafter": 1, "lookup": 2}, "drafter_rounds": 3}
+    rows = []
+    for i in range(2):
+        res = {}
+        for m in modes:
+            rounds = 20 if m.startswith("ar") or m == "llamacpp" else 8
+            res[m] = record(seconds[m], tokens, rounds, **(tree if m.startswith("tree") else {}),
+                            **({} if m.startswith("ar") or m == "llamacpp" else {"agreement": "identical"}))
+        res["sync"]["agreement"] = "near_tie" if i else "identical"
+        if "llamacpp" in res:
+            res["llamacpp"]["tokens"] = tokens[:10] + [99] * 10
+        rows.append({"results": res})
+    summary = summarize(rows, modes, greedy=True, drafter="shipped drafter")
+    return "mode table as printed\n" + json.dumps(summary) + "\n"
+
+
+def prefill_output() -> str:
+    summary = {"ar": {"score": 0.8, "speedup": 1.0, "ttft_speedup": 1.0, "decode_speedup": 1.0},
+               "sync": {"score": 0.8, "speedup": 1.1, "ttft_speedup": 1.0, "decode_speedup": 1.1}}
+    for keep in (0.1, 0.2, 0.3):
+        for sel, score in (("probe", 0.75), ("lexical", 0.7), ("last", 0.3), ("random", 0.2)):
+            summary[f"sync@keep{keep}@{sel}"] = {"score": score, "selector": sel, "speedup": 2.5, "ttft_speedup": 4.0,
+                                                 "decode_speedup": 1.0, "kept_share": keep}
+    return "prefill tables\n" + json.dumps(summary) + "\n"
+
+
+def data_output(name: str) -> str:
+    r = DataReport(prompts=32, written=32, rows=32, tokens=2048, seconds=10.0 if "b128" not in name else 5.0, overlaps=0)
+    return format_report(r) + "\n" + json.dumps(r.as_dict()) + "\n"
+
+
+def profile_output() -> str:
+    ops = [OpTime("aten::mm", 7.0, 3.0, 0.6), OpTime("aten::add", 20.0, 1.0, 0.2)]
+    profiles = [StepProfile(1, 256, 5.0, 270_000_000, 9_000_000, 55.8, ops), StepProfile(16, 256, 7.0, 270_000_000, 9_000_000, 39.9, ops)]
+    return "tables\n" + json.dumps({"setting": "dtype bfloat16, weights dense", "profiles": [asdict(p) for p in profiles]}) + "\n"
+
+
+def soak_output() -> str:
+    rep = SoakReport([Outcome("greedy", "ok"), Outcome("disconnect", "disconnected")], 0, 300.0, 310.0, 0)
+    return printed(print_table, rep, SoakConfig())
+
+
+def load_output() -> str:
+    phases = [PhaseResult(n, spec, 8, 0, 10.0, 512, (40.0 if spec else 41.0) * n, 0.2, 0.4, 0.03, 0.05, 1.2 if spec else 1.0)
+              for n in (1, 2) for spec in (True, False)]
+    return printed(lambda: print(json.dumps(load_report(phases))))
+
+
+def demo_output() -> str:
+    stats = {"mode": "sync", "new_tokens": 128, "total_s": 4.0, "tau": 1.3}
+    ar = {"mode": "ar", "new_tokens": 128, "total_s": 5.0, "tau": 1.0}
+    return ("def fib(n): ...\n---\ntarget SmolLM2 | dtype bfloat16\nmode sync | 128 tokens in 4.00 s\n"
+            + json.dumps({"stats": stats, "ar": ar, "speedup": 1.25, "identical": True}) + "\n")
+
+
+class FakeCommands:
+    """Stands in for every command of the page: writes what the real command prints (and the
+    block-attention script's files), counts the runs, and fails the steps it is told to."""
+
+    def __init__(self, cfg: ResultsConfig, fail: dict[str, int] | None = None, llamacpp: bool = True) -> None:
+        self.cfg, self.fail, self.llamacpp, self.ran = cfg, dict(fail or {}), llamacpp, []
+
+    def __call__(self, step: Step, out: Path, log: Path) -> int:
+        key = f"{out.parent.name}/{step.name}"
+        self.ran.append(key)
+        log.write_text(f"log of {key}\nTraceback: the last line of {key}\n")
+        if key in self.fail:
+            out.write_text("half an output")
+            return self.fail.pop(key)
+        out.write_text(self.output(out.parent.name, step))
+        return 0
+
+    def output(self, folder: str, step: Step) -> str:
+        if folder == "data_tp":
+            return data_output(step.name)
+        if folder == "cost":
+            if step.name.startswith("profile_"):
+                return profile_output()
+            costs = {1: 0.02, 2: 0.021, 16: 0.03, 64: 0.08} if "int8" not in step.name else {1: 0.015, 16: 0.028}
+            out = io.StringIO()
+            cost_report(costs, out)
+            return out.getvalue()
+        if folder == "block_attention":
+            runs = Path(step.env["OUT"])
+            for name, tau in (("bidirectional", 1.30), ("causal", 1.26)):
+                (runs / name).mkdir(parents=True, exist_ok=True)
+                (runs / name / "offline.json").write_text(json.dumps({"tau_sim": tau, "mean_accepted": tau - 1,
+                                                                      "alpha": [0.3, 0.1, 0.05, 0.0]}))
+            return "| block attention | steps |\n|---|---|\n| bidirectional | 40 |\n| causal | 41 |\n"
+        return {"table": lambda: bench_output(self.llamacpp), "load": load_output, "soak": soak_output,
+                "prefill": prefill_output, "demo": demo_output}[folder]()
+
+
+@pytest.fixture
+def cfg(tmp_path) -> ResultsConfig:
+    return ResultsConfig(runs_dir=str(tmp_path / "runs"), page=str(tmp_path / "docs/results.md"), images=str(tmp_path / "img"),
+                         table_modes=TABLE_MODES, prune_log=str(tmp_path / "none.jsonl"))
+
+
+def test_every_section_renders_its_table_and_the_goals_from_the_outputs(cfg):
+    fake = FakeCommands(cfg)
+    text = make_results(cfg, execute=fake).read_text()
+    assert len(fake.ran) == 6 + 6 + 2 + 1 + 1 + 1 + 1 + 1  # every command of every default section, once
+    assert "## Goals" in text and text.index("## Goals") < text.index("## Data generation throughput")
+    assert "| float32 | 128 | 32 | 2048 | 5.0 | **409.6** |" in text  # data: tokens/s per (dtype, batch)
+    assert "| t_1 (ms) | 20.00 | 15.00 | 20.00 | 15.00 |" in text and "| 16 | 1.50 | 1.87 | 1.50 | 1.87 |" in text
+    assert "| bfloat16 | 1 | 5.00 | 270.0 | 9.0 | 55.8 |" in text and "| `aten::mm` | 3.000 (60%) | 3.000 (60%) |" in text
+    # the speed table: tokens/s, ratios against ar and against the fastest plain decoding, agreement (rule 3)
+    assert "| `tree` | 2.50 | 25.0 | 2.50x | 1.88x | identical |" in text
+    assert "| `sync` | 2.50 | 12.5 | 1.25x | 0.94x | 1 identical, 1 near ties, **0 divergences** |" in text
+    assert "| `ar@int8` | 1.00 | 13.3 | 1.33x | 1.00x | ~2/2 as ar, shared prefix 100% |" in text
+    assert "| `llamacpp` | 1.00 | 20.0 | 2.00x | 1.50x | ~0/2 as ar, shared prefix 50% |" in text
+    assert "| `tree-lookup` | 3.8 | 1.50 | drafter:2 lookup:4 | 38% |" in text  # the tree's shape
+    assert "| 2 | 80.0 | 82.0 | 0.98x | 200 / 200 | 30.0 / 30.0 | 1.20 | 0 / 0 |" in text  # load test
+    assert "| hung" in text and '"drain_exit_status": 0' in text  # the soak's own table and JSON line
+    assert "| causal | 41 |" in text and '"causal": {"tau_sim": 1.26' in text  # block attention
+    assert "| `sync@keep0.2@probe` | 0.2 | probe | 0.750 | 94% | 4.00x | 1.00x | 2.50x | 0.20 |" in text
+    assert "| 1.30 | 32.0 | 25.6 | 1.25x | yes |" in text and "def fib" not in text  # demo: stats, not the answer
+    assert "BUDGET_CPU_S=300 OUT=" in text and "d3d bench --suite humaneval --limit 40 --modes ar,pld,sync,tree" in text
+    # goals, read from the outputs
+    assert "| HumanEval: sync >= 1.8x, ahead of prompt lookup | sync 1.25x, prompt lookup 2.00x | **missed** |" in text
+    assert "| `make demo` above 1.2x | 1.25x | met |" in text
+    assert "| rho 0.2, probe: score >= 90% of the full prompt's | 0.750 of 0.800 (94%) | met |" in text
+    assert "| rho 0.2: probe beats every naive selector (last, random, lexical) on score | probe 0.750; last 0.300, " \
+           "random 0.200, lexical 0.700 | met |" in text
+    assert "causal 1.260, bidirectional 1.300 (-3.1%) | met |" in text
+    assert "| load test: speculation on >= 0.97x of off at every concurrency | N=1: 0.98x, N=2: 0.98x | met |" in text
+    assert "| speed table: no output diverges from plain decoding | 0 divergences, 2 near ties (rule 3) | met |" in text
+    assert "| tree ahead of prompt lookup and sync on both suites |" in text and "| HumanEval: tree tau >= 2.5 and >= 1.8x | tau 2.50, 2.50x | met |" in text
+    assert "| moonshot: best d3d mode >= 1.5x llama.cpp on HumanEval | `tree@int8` 28.6 tokens/s = 1.43x llama.cpp | **missed** |" in text
+    assert "| alpha_1 >= 0.6 (offline, dev) | 0." in text  # the shipped drafter's acceptance.json
+
+
+def test_a_failing_command_is_reported_and_the_rest_still_run_then_it_is_retried(cfg):
+    fake = FakeCommands(cfg, fail={"cost/bfloat16_dense": 3, "table/humaneval": 1})
+    text = make_results(cfg, execute=fake).read_text()
+    assert "table/mixed" in fake.ran and "demo/demo" in fake.ran and "cost/float32_dense" in fake.ran
+    assert "**`bfloat16_dense` failed** (exit status 3): `d3d cost --dtype bfloat16" in text
+    assert "Traceback: the last line of cost/bfloat16_dense" in text  # the end of its log
+    assert "| [cost](#pass-costs-and-the-step-profile-d3d-cost) | 5/6 | failed |" in text
+    assert "| HumanEval: sync >= 1.8x, ahead of prompt lookup | not measured | - |" in text
+    assert not (Path(cfg.runs_dir) / "cost" / "bfloat16_dense.out").exists()  # half an output is not a measurement
+    fake.ran.clear()
+    text = make_results(cfg, execute=fake).read_text()
+    assert sorted(fake.ran) == ["cost/bfloat16_dense", "table/humaneval"]  # only the failed ones run again
+    assert "failed** (" not in text and "| [cost](#pass-costs-and-the-step-profile-d3d-cost) | 6/6 | measured |" in text
+
+
+def test_measured_outputs_are_not_run_again_and_only_runs_some_sections(cfg):
+    fake = FakeCommands(cfg)
+    make_results(cfg, only="demo,cost", execute=fake)
+    assert {k.split("/")[0] for k in fake.ran} == {"demo", "cost"}
+    text = Path(cfg.page).read_text()
+    assert "| [table](#speed-table-humaneval-and-mixed) | 0/2 | not measured yet | - |" in text  # the page still shows every section
+    assert "`humaneval` is not measured yet: `python -m d3d.evaluation.results --only table`" in text
+    before = Path(cfg.page).read_text()
+    fake.ran.clear()
+    make_results(cfg, only="demo,cost", execute=fake)
+    assert fake.ran == [] and Path(cfg.page).read_text() == before
+    (Path(cfg.runs_dir) / "demo" / "demo.out").unlink()
+    make_results(cfg, only="demo", execute=fake)
+    assert fake.ran == ["demo/demo"]
+
+
+def test_list_render_only_and_bad_section_names(cfg, capsys, monkeypatch):
+    monkeypatch.setattr(results, "ResultsConfig", lambda **kw: ResultsConfig(**kw | {"table_modes": TABLE_MODES}))
+    run_step(Step("demo", ["d3d", "generate"]), Path(cfg.runs_dir) / "demo", FakeCommands(cfg))
+    assert main(["--list", "--runs-dir", cfg.runs_dir]) == 0
+    listed = capsys.readouterr().out
+    assert "sweep (optional)" in listed and "[measured] d3d generate" in listed and "[pending] d3d cost --dtype bfloat16" in listed
+    assert main(["--render-only", "--runs-dir", cfg.runs_dir, "--page", cfg.page]) == 0
+    assert "| `make demo` above 1.2x | 1.25x | met |" in Path(cfg.page).read_text()
+    capsys.readouterr()
+    assert main(["--only", "cost,nope", "--runs-dir", cfg.runs_dir]) == 2
+    err = capsys.readouterr().err
+    assert "unknown section 'nope'" in err and err.count("\n") == 1
+
+
+def test_optional_sections_run_only_when_asked(cfg, tmp_path):
     stages = [{"kind": "stage", "stage": 0, "layers": [0, 1, 2], "tau_layer_dev": 2.0, "tau_select": 1.9, "speedup": 1.1},
-              {"kind": "ablation", "stage": 1, "layer": 1, "tau": 1.8, "dev_loss_diff": 3.0},
               {"kind": "stage", "stage": 1, "layers": [0, 2], "removed": 1, "tau_removed": 1.8, "tau_layer_dev": 1.95,
-               "tau_select": 1.85, "speedup": 1.3}]
-    prune_log.write_text("".join(json.dumps(r) + "\n" for r in stages))
-    cfg = ResultsConfig(
-        target=str(tiny_chat_model_dir), ar_drafter=str(save_ar_drafter(tiny_chat_model_dir, [0], tmp_path / "ar")),
-        prune_log=str(prune_log), limit=2, sweep_limit=1, coverages=(1, 2), fanouts=(1,), max_new_tokens=8,
-        suites=(str(suite),), sweep_suite=str(suite), runs_dir=str(tmp_path / "runs"), page=str(tmp_path / "docs/results.md"),
-        images=str(tmp_path / "docs/img"), extra_limit=1, dtype="float32",
-    )
-    page = make_results(cfg)
-    text = page.read_text()
-    assert_table1_holds_the_measured_numbers(text, tmp_path / "runs" / "table_suite.jsonl")
-    assert "## Table 1" in text and "| D3D async |" in text and "| AR drafter, same depth (native engine) |" in text
-    assert "--ar-drafter" in text and "--sweep 1,1 2,1" in text
-    for image in ("budget_sweep.png", "pruning_curve.png", "timeline.png"):
-        assert (tmp_path / "docs/img" / image).stat().st_size > 0 and f"img/{image}" in text
-    assert [s["stage"] for s in read_prune_log(prune_log)] == [0, 1]
-    assert "| 0 | [0, 1, 2] | - | - | 2.000 | 1.900 | 1.10x |" in text and "| 1 | [0, 2] | 1 | 1.800 | 1.950 | 1.850 | 1.30x |" in text
-    # a second run reuses every results file: nothing is generated again, the page is the same
-    written = {p.name: p.read_text() for p in (tmp_path / "runs").iterdir() if p.suffix == ".jsonl"}
-    assert len(written) == 2 + len(EXTRA_BENCHES)
-    float32 = json.loads((tmp_path / "runs" / "extra_float32.jsonl").read_text().splitlines()[1])["results"]["sync"]
-    assert float32["agreement"] == "identical"  # exact arithmetic: the agreement row must say so
-    assert "| float32 (exact: must be identical) | 1 | 1 | 0 | 0 |" in text
-    make_results(cfg)
-    assert {p.name: p.read_text() for p in (tmp_path / "runs").iterdir() if p.suffix == ".jsonl"} == written
+               "tau_select": 1.85}]
+    Path(cfg.prune_log).write_text("".join(json.dumps(s) + "\n" for s in stages))
+    fake = FakeCommands(cfg)
+    text = make_results(cfg, only="pruning", execute=fake).read_text()
+    assert fake.ran == [] and "| 1 | [0, 2] | 1 | 1.800 | 1.950 | 1.850 | untimed |" in text
+    assert (tmp_path / "img" / "pruning_curve.png").stat().st_size > 0
+    assert "Budget sweep" not in text  # optional and never run: not on the page
+
+
+def test_the_real_executor_keeps_stdout_and_the_log(tmp_path):
+    step = Step("hello", ["python", "-c", "import sys; print('table'); print('{\"x\": 1}'); print('progress', file=sys.stderr)"])
+    o = run_step(step, tmp_path, run_command, "abc123")
+    assert o.summary == {"x": 1} and o.printed == "table" and o.meta["commit"] == "abc123"
+    assert (tmp_path / "hello.log").read_text() == "progress\n"
+    bad = run_step(Step("bad", ["python", "-c", "raise SystemExit(4)"]), tmp_path, run_command)
+    assert not bad.measured and bad.failure["status"] == 4 and not (tmp_path / "bad.out").exists()
