@@ -345,7 +345,8 @@ def prefill_steps(cfg: ResultsConfig) -> list[Step]:
 def prefill_rows(summary: dict) -> list[list[str]]:
     full = summary.get("ar", {}).get("score")
     rows = []
-    for mode, s in sorted(summary.items(), key=lambda ms: (mode_keep(ms[0]) or 2.0, ms[0] != "ar")):
+    order = lambda ms: (mode_keep(ms[0]) is not None, mode_keep(ms[0]) or 0.0)  # noqa: E731 (full prompt first, then by rho)
+    for mode, s in sorted(summary.items(), key=order):
         keep = mode_keep(mode)
         share = fmt(s["score"] / full, ".0%") if full and s.get("score") is not None else "-"
         rows.append([f"`{mode}`", "full" if keep is None else str(keep), s.get("selector", "-") if keep else "-",

@@ -163,6 +163,8 @@ def test_every_section_renders_its_table_and_the_goals_from_the_outputs(cfg):
     assert "| hung" in text and '"drain_exit_status": 0' in text  # the soak's own table and JSON line
     assert "| causal | 41 |" in text and '"causal": {"tau_sim": 1.26' in text  # block attention
     assert "| `sync@keep0.2@probe` | 0.2 | probe | 0.750 | 94% | 4.00x | 1.00x | 2.50x | 0.20 |" in text
+    assert text.index("| `ar` | full |") < text.index("| `sync` | full |") < text.index("| `sync@keep0.1@probe`") \
+        < text.index("| `sync@keep0.3@random`")
     assert "| 1.30 | 32.0 | 25.6 | 1.25x | yes |" in text and "def fib" not in text  # demo: stats, not the answer
     assert "BUDGET_CPU_S=300 OUT=" in text and "d3d bench --suite humaneval --limit 40 --modes ar,pld,sync,tree" in text
     # goals, read from the outputs
