@@ -12,7 +12,9 @@ from dataclasses import dataclass
 DEMO_PROMPT = "Write a Python function that returns the n-th Fibonacci number, with a short docstring."  # the Makefile's PROMPT
 TABLE_MODES = ("ar", "pld", "sync", "tree", "tree-drafter", "tree-lookup", "ar@float32", "ar@int8", "sync@int8",
                "tree@int8", "llamacpp")  # llamacpp only where `import llama_cpp` works
-PREFILL_SELECTORS = "probe,target-layers,target-layers+lexical,lexical,last,random"  # every selector, one run
+MIXED_MODES = ("ar", "pld", "sync", "tree", "ar@int8", "tree@int8", "llamacpp")  # the mixed suite: the branch
+# ablations and the float32 baseline run on HumanEval only (the quiet window on 2 cores is short)
+PREFILL_SELECTORS = "probe,target-layers,lexical,last,random"  # every selector but the fusion, one run
 
 
 @dataclass
@@ -28,6 +30,7 @@ class ResultsConfig:
     max_new_tokens: int = 128  # new tokens per prompt in the speed tables and the demo
     table_suites: tuple[tuple[str, int], ...] = (("humaneval", 40), ("mixed", 20))  # (suite, prompts) of the speed table
     table_modes: tuple[str, ...] = TABLE_MODES  # bench modes of the speed table
+    suite_modes: tuple[tuple[str, tuple[str, ...]], ...] = (("mixed", MIXED_MODES),)  # (suite, modes) overriding table_modes
     data_prompts: str = "data/mix_prompts.jsonl"  # prompts of the data-throughput runs
     data_batches: tuple[int, ...] = (32, 64, 128)  # batch sizes measured (each run answers one batch)
     data_dtypes: tuple[str, ...] = ("float32", "bfloat16")  # dtypes measured

@@ -197,8 +197,9 @@ def table_modes(cfg: ResultsConfig, llamacpp: bool | None = None) -> tuple[str, 
 
 
 def table_steps(cfg: ResultsConfig) -> list[Step]:
-    modes = table_modes(cfg)
-    return [Step(suite, ["d3d", "bench", "--suite", suite, "--limit", str(limit), "--modes", ",".join(modes),
+    modes, by_suite = table_modes(cfg), dict(cfg.suite_modes)
+    return [Step(suite, ["d3d", "bench", "--suite", suite, "--limit", str(limit), "--modes",
+                         ",".join(m for m in by_suite.get(suite, cfg.table_modes) if m in modes or m not in cfg.table_modes),
                          "--max-new-tokens", str(cfg.max_new_tokens), "--dtype", cfg.dtype,
                          "--out", out_path(cfg, "table", f"{suite}.jsonl"), *_model_args(cfg)])
             for suite, limit in cfg.table_suites]
