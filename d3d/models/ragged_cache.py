@@ -147,8 +147,9 @@ class RaggedKVCache:
             return
         cols = self._columns(n)
         rows = torch.arange(self.active, device=cols.device).view(-1, 1)
-        self._keys[layer][rows, :, cols] = k.transpose(1, 2)  # indexed view: [active, n, h_kv, d]
-        self._values[layer][rows, :, cols] = v.transpose(1, 2)
+        dtype = self._keys.dtype  # float32 under fp32 attention: index_put does not cast as a slice write does
+        self._keys[layer][rows, :, cols] = k.transpose(1, 2).to(dtype)  # indexed view: [active, n, h_kv, d]
+        self._values[layer][rows, :, cols] = v.transpose(1, 2).to(dtype)
 
     def layer_view(self, layer: int, upto: int) -> tuple[Tensor, Tensor]:
         """Keys and values [active, h_kv, upto, d] of one layer's first `upto` columns."""

@@ -106,3 +106,23 @@ def test_batched_drafting_matches_single_sequence_drafting(tiny_llama_dir):
     for r, s in enumerate(seqs):
         want = drafter.draft_logits(drafter.new_cache(), torch.tensor([s]))[0]
         torch.testing.assert_close(logits[r], want, **TOL)
+
+
+@torch.no_grad()
+def test_low_precision_ragged_pass_writes_its_float32_cache(tiny_llama_dir):
+    """bfloat16 weights with float32 attention keep a float32 cache; ragged lengths write it by index
+    (the served path at batch >= 2), which must cast like the slice write of equal lengths does."""
+    from d3d.models.precision import Precision
+
+    model = load_decoder(tiny_llama_dir, dtype=torch.bfloat16)
+    model.precision = Precision.for_dtype(torch.bfloat16)
+    assert model.cache_dtype == torch.float32
+    prompts = [ids(11, 7), ids(12, 3)]  # different lengths: the indexed write
+    cache = new_ragged_cache(model, max_batch=2)
+    for p in prompts:
+        cache.place(prefilled(model, p))
+    blocks = [ids(13, 4)[0].tolist(), ids(14, 2)[0].tolist()]
+    logits = verify_logits(model, cache, blocks, [p.shape[1] for p in prompts])
+    for r, (p, blk) in enumerate(zip(prompts, blocks)):
+        want = alone(model, torch.cat([p, torch.tensor([blk])], 1))[p.shape[1] :].float()
+        torch.testing.assert_close(logits[r, : len(blk)].float(), want, atol=0.05, rtol=0.05)
