@@ -78,9 +78,8 @@ def verify_tree_sampling(
     generator: torch.Generator | None = None,
 ) -> TreeVerifyResult:
     """Multi-candidate rejection sampling down the tree (module docstring). Shapes as in
-    `verify_tree_greedy`; p = `probs_from_logits(target_logits, cfg)`. A greedy cfg delegates."""
-    if cfg.greedy:
-        return verify_tree_greedy(tokens, children, target_logits)
+    `verify_tree_greedy`; p = `probs_from_logits(target_logits, cfg)`; cfg samples (`verify_tree`
+    dispatches greedy)."""
     p = probs_from_logits(target_logits, cfg)  # [N, V]
     n = len(tokens)
     parents = torch.zeros(n, dtype=torch.long)
