@@ -31,7 +31,8 @@ from it the same way. Responses shorter than 2 tokens are counted and dropped (a
 
 Modules: `prompts.py` (prompt files and datasets), `self_instruct.py`, `decontamination.py`,
 `generation.py` (batched generation on the native runtime), `endpoint.py` (OpenAI-compatible
-servers), `data_journal.py` (durable output and settings). This one holds the settings and the run.
+servers), `data_journal.py` (durable output and settings), `rescore.py` (`--rescore`: top-k for rows
+written without it). This one holds the settings and the run.
 
 It does not know training (packing, anchors and losses live in `train*.py`), nor how the runtime
 attends: it hands the model left-padded rows and reads logits.

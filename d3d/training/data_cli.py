@@ -4,6 +4,7 @@ Parsing only; importing this module costs nothing (torch and transformers load w
 runs), so `d3d --help` stays fast. The defaults here match `DataConfig`'s (a test checks).
 
     d3d data --out data/train.jsonl --prompts mine.jsonl --self-instruct 200 --max-new-tokens 256
+    d3d data --rescore data/train.jsonl --out data/train_top8.jsonl --top-k-logits 8   # top-k for old rows
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+
+from d3d.errors import D3DError
 
 
 def add_data_parser(sub: argparse._SubParsersAction) -> None:
@@ -48,10 +51,30 @@ def add_data_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top-k-logits", type=int, default=0, metavar="K",
                    help="also record the target's K likeliest tokens and log-probabilities per response position "
                         "(for distillation); 0 = off")
+    p.add_argument("--rescore", default=None, metavar="PATH",
+                   help="instead of generating: add the target's top-K (--top-k-logits K) to the rows of this "
+                        "d3d data output (written without it) by one teacher-forced pass per row, into --out")
     p.set_defaults(func=cmd_data)
 
 
+def cmd_rescore(args: argparse.Namespace) -> int:
+    from d3d.training.rescore import RescoreConfig, format_report, rescore
+
+    given = [flag for flag, value in (("--prompts", args.prompts), ("--dataset", args.dataset),
+                                      ("--self-instruct", args.self_instruct), ("--endpoint", args.endpoint)) if value]
+    if given:
+        raise D3DError(f"--rescore reads its rows from a file: it cannot be combined with {', '.join(given)}")
+    cfg = RescoreConfig(source=Path(args.rescore), out=Path(args.out), top_k=args.top_k_logits, target=args.target,
+                        device=args.device, dtype=args.dtype, batch_size=args.batch_size)
+    report = rescore(cfg)
+    print(format_report(report))
+    print(json.dumps(report.as_dict()))
+    return 0
+
+
 def cmd_data(args: argparse.Namespace) -> int:
+    if args.rescore is not None:
+        return cmd_rescore(args)
     from d3d.training.data import DataConfig, format_report, generate_dataset
 
     cfg = DataConfig(
