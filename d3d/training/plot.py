@@ -1,10 +1,11 @@
 """Training curves from a `d3d train` log: loss parts against the step, and tau against training tokens.
 
 Reads `log.jsonl` (kinds "train" and "eval"; a resumed run's log holds each step once) and draws
-two panels with matplotlib's Agg backend: L_diff and L_AR (train, and dev where logged) on the
-left; on the right the validation tau, offline (simulated on the dev rows) and real where logged,
+three panels with matplotlib's Agg backend: L_diff and L_AR (train, and dev where logged) on the
+left; in the middle the validation tau, offline (simulated on the dev rows) and real where logged,
 against the response tokens trained on (the scaling curve; the step for logs that predate the
-token count). It knows nothing about models or training.
+token count); on the right alpha_1 (the first drafted token's offline acceptance) against the CPU
+hours of the training steps. It knows nothing about models or training.
 
     d3d plot runs/drafter/log.jsonl --out runs/drafter/curve.png
 """
@@ -39,7 +40,7 @@ def plot_log(log_path: str | Path, png_path: str | Path) -> Path:
     import matplotlib.pyplot as plt
 
     train, evals = read_log(log_path)
-    fig, (loss_ax, tau_ax) = plt.subplots(1, 2, figsize=(11, 4))
+    fig, (loss_ax, tau_ax, alpha_ax) = plt.subplots(1, 3, figsize=(16, 4))
     _series(loss_ax, train, "loss_diff", "L_diff (train)")
     _series(loss_ax, train, "loss_ar", "L_AR (train)")
     _series(loss_ax, evals, "dev_loss_diff", "L_diff (dev)", marker="o")
@@ -52,11 +53,34 @@ def plot_log(log_path: str | Path, png_path: str | Path) -> Path:
     tau_ax.set_ylim(1.0, max(taus + [1.5]) + 0.5)  # tau >= 1 always; a flat start should look flat
     xlabel = "response tokens trained on" if x == "tokens_seen" else "optimizer step"
     tau_ax.set(xlabel=xlabel, ylabel="tokens per round", title="acceptance length tau")
-    for ax in (loss_ax, tau_ax):
+    _alpha_panel(alpha_ax, train, evals)
+    for ax in (loss_ax, tau_ax, alpha_ax):
         ax.grid(alpha=0.3)
         if ax.get_legend_handles_labels()[0]:
             ax.legend()
     return save_figure(fig, png_path)
+
+
+def cpu_hours_at_evals(train: list[dict], evals: list[dict]) -> list[tuple[float, float]]:
+    """(CPU hours of training steps up to the validation, alpha_1) per validation with both known."""
+    cpu_by_step = {r["step"]: r["cpu_s"] for r in train if r.get("cpu_s") is not None}
+    points = []
+    for r in evals:
+        alpha = r.get("offline_alpha")
+        earlier = [s for s in cpu_by_step if s <= r["step"]]
+        if alpha and (earlier or r["step"] == 0):
+            points.append((cpu_by_step[max(earlier)] / 3600 if earlier else 0.0, alpha[0]))
+    return points
+
+
+def _alpha_panel(ax, train: list[dict], evals: list[dict]) -> None:
+    points = cpu_hours_at_evals(train, evals)
+    if points:
+        hours, alpha = zip(*points)
+        ax.plot(hours, alpha, label="alpha_1 (offline, dev rows)", marker="o", markersize=3)
+    ax.set_ylim(0.0, 1.0)
+    ax.set(xlabel="CPU hours of training steps", ylabel="acceptance of the first drafted token",
+           title="alpha_1")
 
 
 def _series(ax, records: list[dict], key: str, label: str, marker: str | None = None, x: str = "step") -> None:
