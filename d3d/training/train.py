@@ -39,9 +39,12 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import signal
 import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -185,7 +188,7 @@ class Trainer:
         self.last_eval_step = self.progress.step  # do not re-validate the step we resume at
         self.log.start(self.progress.step)
         last_eval = self.log.last("eval")
-        self.last_tau = last_eval["tau"] if last_eval else None
+        self.last_tau = last_eval.get("tau") if last_eval else None  # absent when real decoding is off (eval_real: false)
         self.log.write({"kind": "resume", "step": self.progress.step, "checkpoint": latest.name})
         self.say(f"resumed from {latest} (step {self.progress.step}, epoch {self.progress.epoch})")
 
@@ -376,6 +379,26 @@ class Trainer:
         self.say(f"interrupted: checkpoint saved at step {self.progress.step}; rerun the same command to resume")
 
 
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (`kill`, a scheduler's pre-emption) stops the run as Ctrl-C does: checkpoint, then exit.
+
+    Background jobs of a non-interactive shell ignore SIGINT, so `kill -INT` cannot stop them; SIGTERM
+    is what schedulers send. Only the main thread can install a handler; elsewhere nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 class StepMeter:
     """Sums of per-micro-batch loss parts between log lines, kept on the device (no per-step sync)."""
 
@@ -480,7 +503,8 @@ def train(cfg: TrainConfig, on_step: Callable[[Trainer], None] | None = None) ->
     trainer.setup()
     trainer.resume_or_start()
     try:
-        trainer.run()
+        with sigterm_as_interrupt():
+            trainer.run()
     except KeyboardInterrupt:
         trainer.save_on_interrupt()
         raise

@@ -190,3 +190,29 @@ def test_a_saved_drafter_continues_with_a_layer_removed_and_a_teacher(tmp_path, 
         train(tiny_config(tmp_path, tiny_llama_dir, init=str(teacher_dir), layers=[5], output_dir=str(tmp_path / "x")))
     with pytest.raises(D3DError, match="not a saved drafter"):
         train(tiny_config(tmp_path, tiny_llama_dir, teacher=str(tmp_path), output_dir=str(tmp_path / "y")))
+
+
+def test_sigterm_checkpoints_like_ctrl_c_and_a_run_with_offline_validation_resumes(tmp_path, tiny_qwen3_dir, monkeypatch):
+    """`kill` (SIGTERM) saves the last step; the resume reads validation records without a real tau."""
+    import os
+    import signal
+
+    settings = dict(max_steps=4, eval_every=2, eval_real=False, eval_prompts=3, output_dir=str(tmp_path / "run"))
+    forward, calls = DrafterObjective.forward, {"n": 0}
+
+    def terminating_forward(self, **batch):
+        calls["n"] += 1
+        if calls["n"] == 4:  # the first micro-batch of step 4, after the step-2 validation
+            os.kill(os.getpid(), signal.SIGTERM)
+        return forward(self, **batch)
+
+    monkeypatch.setattr(DrafterObjective, "forward", terminating_forward)
+    with pytest.raises(KeyboardInterrupt):
+        train(tiny_config(tmp_path, tiny_qwen3_dir, **settings))
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is gone after the run
+    assert (tmp_path / "run/checkpoints/step-00000003").is_dir()
+    evals = records(tmp_path / "run", "eval")
+    assert evals and all("tau" not in e and e["offline_tau"] >= 1 for e in evals)
+    monkeypatch.setattr(DrafterObjective, "forward", forward)
+    train(tiny_config(tmp_path, tiny_qwen3_dir, **settings))
+    assert [r["step"] for r in records(tmp_path / "run", "train")] == [1, 2, 3, 4]
