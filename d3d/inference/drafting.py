@@ -72,8 +72,8 @@ class DrafterSource(DraftSource):
     def propose(self, committed: Tensor, num_tokens: int) -> Draft:
         logits = self.drafter.draft_logits(self.cache, committed)[0, :num_tokens]  # [n, V]
         if self.sampling.greedy:
-            top = torch.softmax(logits.float(), -1).max(-1)
-            return Draft(top.indices, confidence=top.values)
+            tokens, confidence = self.drafter.most_likely(logits)
+            return Draft(tokens, confidence=confidence)
         probs = probs_from_logits(logits, self.sampling)
         # confidence is each position's largest q, known before sampling: a choice of how many tokens
         # to verify that looked at the sampled tokens' own q would bias the output (draft_length.py)

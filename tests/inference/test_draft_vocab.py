@@ -46,6 +46,62 @@ def test_subset_logits_equal_the_full_projection_and_minus_inf_elsewhere(tiny_ll
         drafter.set_draft_vocab(torch.tensor([97]))
 
 
+def reference_greedy(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The greedy proposal as computed before `Drafter.most_likely`: softmax and max over every column."""
+    top = torch.softmax(logits.float(), -1).max(-1)
+    return top.indices, top.values
+
+
+@pytest.mark.parametrize("subset", [None, torch.randperm(97, generator=torch.Generator().manual_seed(3))[:40]])
+def test_greedy_proposals_equal_the_whole_vocabulary_softmax_bit_for_bit(tiny_llama_dir, subset):
+    """`most_likely` reads only the drafting vocabulary's columns; tokens and confidences (which pick
+    the verification length) stay those of the max over the whole row, ties included."""
+    target, drafter = tiny_drafter(tiny_llama_dir)
+    drafter.set_draft_vocab(subset)
+    for seed in range(4):
+        ids = prompt(seed, n=5 + 3 * seed)
+        draft = DrafterSource(drafter, SamplingConfig()).propose(ids, 3)
+        tokens, confidence = reference_greedy(drafter.draft_logits(drafter.new_cache(), ids)[0, :3])
+        assert torch.equal(draft.tokens, tokens) and torch.equal(draft.confidence, confidence)
+    allowed = torch.arange(97) if subset is None else drafter.draft_vocab
+    flat = torch.randn(64, len(allowed), generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    logits = torch.full((64, 97), float("-inf"), dtype=torch.float64).index_copy_(-1, allowed, flat)
+    logits[:4, allowed[[4, 9, 20]]] = 9.0  # a three-way tie for the top: the first id wins
+    tokens, confidence = drafter.most_likely(logits)  # q spread over many tokens: a softmax over the
+    want_tokens, want_confidence = reference_greedy(logits)  # subset alone would round its sum differently
+    assert torch.equal(tokens, want_tokens) and torch.equal(confidence, want_confidence)
+    assert (tokens[:4] == allowed[4]).all()
+
+
+@pytest.mark.parametrize("subset", [None, torch.arange(0, 97, 2)])
+@pytest.mark.parametrize("blocks", [1, 3])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_projection_multiplies_the_head_once_without_copying_it(tiny_llama_dir, subset, blocks, dtype):
+    """The predicting rows of a block are a strided view; `project` must not let matmul broadcast the
+    head to a batched product (which, in bfloat16, copies the head's weight on every drafting pass)."""
+    from torch.profiler import profile
+
+    target = load_decoder(tiny_llama_dir, dtype=dtype)
+    drafter = Drafter.from_base(tiny_llama_dir, [0, 1], 4, MASK_ID, "", target=target, dtype=dtype)
+    drafter.set_draft_vocab(subset)
+    bs, width = drafter.block_size, drafter.model.spec.hidden_size
+    pass_rows = torch.randn(1, 5 + blocks * bs, width, dtype=dtype)  # 5 clean rows, then the blocks
+    hidden = pass_rows[0, 5:].view(blocks, bs, width)[:, 1:]  # as `block_hidden` hands it over
+    drafter.project(hidden)  # the head's drafting rows are cut once, on the first call
+    with torch.inference_mode(), profile(record_shapes=True) as prof:
+        got = drafter.project(hidden)
+    head_numel = width * (drafter.model.spec.vocab_size if subset is None else len(subset))
+    ops = [(e.name, e.input_shapes) for e in prof.events()]
+    copied = max((torch.Size(shapes[0]).numel() for name, shapes in ops if name == "aten::copy_"), default=0)
+    assert "aten::bmm" not in [name for name, _ in ops] and copied < head_numel, ops
+    assert torch.equal(got, drafter.project(hidden.clone(memory_format=torch.contiguous_format)))
+    full = (hidden @ drafter.model.lm_head.weight.T).double()
+    keep = torch.ones(97, dtype=torch.bool) if subset is None else torch.isin(torch.arange(97), subset)
+    tol = 1e-12 if dtype == torch.float64 else 2e-2
+    torch.testing.assert_close(got[..., keep].double(), full[..., keep], rtol=tol, atol=tol)
+    assert torch.isneginf(got[..., ~keep]).all()
+
+
 def test_greedy_output_is_identical_with_a_drafting_vocabulary(tiny_llama_dir):
     target, drafter = tiny_drafter(tiny_llama_dir)
     reference, _ = run(speculative_decode, target, DrafterSource(drafter, SamplingConfig()), prompt(1), max_new=30)
