@@ -26,7 +26,9 @@ Resume: finished rows are appended to a JSONL file (the output itself, or `<out>
 for a Parquet output) and fsynced after every batch. A rerun with the same `--out` skips the
 prompt ids already written, so an interruption neither duplicates nor loses a row; a torn last
 line is cut off. A Parquet output is rewritten from its earlier rows plus the journal when the run
-ends. Self-instruct keeps every sample and its verdict in `<stem>.self-instruct.jsonl` and resumes
+ends. `--skip-answered OTHER` leaves out the prompt ids another output already holds, so one prompt
+file can be continued into a new output (another dtype, another machine) without answering a prompt
+twice. Self-instruct keeps every sample and its verdict in `<stem>.self-instruct.jsonl` and resumes
 from it the same way. Responses shorter than 2 tokens are counted and dropped (a rerun retries them).
 
 Modules: `prompts.py` (prompt files and datasets), `self_instruct.py`, `decontamination.py`,
@@ -58,7 +60,7 @@ from d3d.inference.pipeline import Target, load_target
 from d3d.inference.sampling import SamplingConfig
 from d3d.models import hub
 from d3d.training.data_journal import (
-    DataWriter, meta_path, reconcile_meta, self_instruct_journal, write_json_atomic,
+    DataWriter, meta_path, read_rows, reconcile_meta, self_instruct_journal, write_json_atomic,
 )
 from d3d.training.decontamination import (
     NGRAM_WORDS, Decontaminator, check_decontaminated, held_out_prompts, normalize_text,
@@ -101,6 +103,7 @@ class DataConfig:
     seed: int = 0  # sampling seed; each row is seeded from it and its id
     limit: int | None = None  # first N usable prompts only (after deduplication and decontamination)
     exclude: tuple[Path, ...] = ()  # JSONL files of held-out prompts, on top of HumanEval
+    skip_answered: tuple[Path, ...] = ()  # other `d3d data` outputs whose prompt ids are not answered again
     device: str | None = None  # cpu, cuda ... (default: cuda if available)
     dtype: str | None = None  # auto, bfloat16, float16, float32 (default: float32 on a CPU, bfloat16 on CUDA)
     top_k_logits: int = 0  # record the target's k likeliest tokens and log-probabilities per response position
@@ -121,6 +124,8 @@ class DataConfig:
             raise D3DError("--top-k-logits needs the local target (an endpoint returns text, not logits)")
         if self.greedy and (self.temperature is not None or self.top_p is not None):
             raise D3DError("--greedy conflicts with --temperature/--top-p")
+        if any(path.resolve() == self.out.resolve() for path in self.skip_answered):
+            raise D3DError(f"--skip-answered names the output itself ({self.out}); a rerun resumes it anyway")
         if self.endpoint and not re.match(r"^https?://", self.endpoint):
             raise D3DError(f"--endpoint must be an http(s) URL, got {self.endpoint}")
 
@@ -134,6 +139,7 @@ class DataReport:
     duplicates: int = 0  # prompts repeating an earlier id or normalised text
     contaminated: int = 0  # prompts overlapping a held-out evaluation prompt
     already_done: int = 0  # prompts answered by an earlier run
+    answered_elsewhere: int = 0  # prompts already in a --skip-answered output
     too_long: int = 0  # prompts leaving no room for a response in the context
     short: int = 0  # responses under MIN_RESPONSE_TOKENS tokens, dropped
     contaminated_responses: int = 0  # responses overlapping a held-out prompt, dropped
@@ -210,6 +216,7 @@ def build_meta(cfg: DataConfig, target: Target, responses: ResponseSource, sampl
         "max_new_tokens": cfg.max_new_tokens, "seed": cfg.seed, "sources": source_names(cfg),
         "self_instruct": asdict(SelfInstructConfig()) if cfg.self_instruct else None,
         "decontamination": {"held_out": ["humaneval", *map(str, cfg.exclude)], "ngram_words": NGRAM_WORDS},
+        "skip_answered": [str(p) for p in cfg.skip_answered],
         "format": cfg.out.suffix.lower().lstrip("."), "created": now, "updated": now,
     }
 
@@ -241,6 +248,14 @@ def collect_prompts(cfg: DataConfig, target: Target, held_out: Decontaminator, r
         raise D3DError("no prompt left to answer after deduplication and decontamination")
     report.prompts = len(kept)
     return kept
+
+
+def answered_ids(outputs: tuple[Path, ...]) -> set[str]:
+    """Prompt ids held by other `d3d data` outputs (`--skip-answered`), e.g. an earlier shard in another dtype."""
+    ids: set[str] = set()
+    for path in outputs:
+        ids.update(str(row["id"]) for row in read_rows(path) if isinstance(row, dict) and "id" in row)
+    return ids
 
 
 def encode_prompts(records: list[PromptRecord], target: Target, report: DataReport) -> list[PendingPrompt]:
@@ -322,8 +337,11 @@ def generate_dataset(
     write_json_atomic(meta_path(cfg.out), meta)
     held_out = Decontaminator(held_out_prompts(cfg.exclude))
     records = collect_prompts(cfg, target, held_out, report)
-    todo = [r for r in records if r.id not in writer.done_ids]
-    report.already_done = len(records) - len(todo)
+    elsewhere = answered_ids(cfg.skip_answered)
+    fresh = [r for r in records if r.id not in elsewhere]
+    report.answered_elsewhere = len(records) - len(fresh)
+    todo = [r for r in fresh if r.id not in writer.done_ids]
+    report.already_done = len(fresh) - len(todo)
     answer_prompts(encode_prompts(todo, target, report), responses, writer, held_out, cfg, report, on_batch)
     report.rows = writer.finish()
     report.overlaps = check_decontaminated(cfg.out, held_out) if report.rows else 0
@@ -338,7 +356,7 @@ def format_report(report: DataReport) -> str:
     return "\n".join([
         f"prompts     {r.prompts} usable | bad rows {r.bad_rows} | duplicates {r.duplicates} | "
         f"held-out overlaps {r.contaminated} | too long {r.too_long}",
-        f"resumed     {r.already_done} already in the output",
+        f"resumed     {r.already_done} already in the output, {r.answered_elsewhere} in --skip-answered outputs",
         f"written     {r.written} rows (short responses dropped {r.short}, responses overlapping "
         f"held-out prompts {r.contaminated_responses}); {r.rows} rows in the output",
         f"throughput  {r.tokens} tokens in {r.seconds:.1f} s ({r.tokens_per_s:.1f} tokens/s)",

@@ -45,6 +45,9 @@ def add_data_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=None, help="first N usable prompts only")
     p.add_argument("--exclude", action="append", default=[], metavar="PATH.jsonl",
                    help="held-out prompts to keep out of the data, on top of HumanEval (repeatable)")
+    p.add_argument("--skip-answered", action="append", default=[], metavar="PATH",
+                   help="another d3d data output: its prompt ids are not answered again, e.g. to continue a "
+                        "prompt file in another dtype (repeatable)")
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     p.add_argument("--dtype", default=None, choices=["auto", "bfloat16", "float16", "float32"],
                    help="target weights' dtype (default: float32 on a CPU, bfloat16 on CUDA; auto: bfloat16 where fast)")
@@ -83,6 +86,7 @@ def cmd_data(args: argparse.Namespace) -> int:
         endpoint_model=args.endpoint_model, target=args.target, max_new_tokens=args.max_new_tokens,
         batch_size=args.batch_size, greedy=args.greedy, temperature=args.temperature, top_p=args.top_p,
         seed=args.seed, limit=args.limit, exclude=tuple(Path(p) for p in args.exclude), device=args.device,
+        skip_answered=tuple(Path(p) for p in args.skip_answered),
         dtype=args.dtype, top_k_logits=args.top_k_logits,
     )
     report = generate_dataset(cfg)

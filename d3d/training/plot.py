@@ -5,9 +5,13 @@ three panels with matplotlib's Agg backend: L_diff and L_AR (train, and dev wher
 left; in the middle the validation tau, offline (simulated on the dev rows) and real where logged,
 against the response tokens trained on (the scaling curve; the step for logs that predate the
 token count); on the right alpha_1 (the first drafted token's offline acceptance) against the CPU
-hours of the training steps. It knows nothing about models or training.
+hours of the training steps. A run continued from an earlier run's drafter (`init:`) draws as one
+curve with `--after EARLIER/log.jsonl` (repeatable, oldest first): the earlier logs come first, and
+this run's steps, tokens and CPU hours are counted on from where they ended. It knows nothing about
+models or training.
 
     d3d plot runs/drafter/log.jsonl --out runs/drafter/curve.png
+    d3d plot runs/smollm2-mix2/log.jsonl --after runs/smollm2-mix/log.jsonl --out curve.png
 """
 
 from __future__ import annotations
@@ -32,14 +36,41 @@ def read_log(log_path: str | Path) -> tuple[list[dict], list[dict]]:
     return train, evals
 
 
-def plot_log(log_path: str | Path, png_path: str | Path) -> Path:
-    """Draw the curves of `log_path` into `png_path`; returns the PNG's path."""
+OFFSET_KEYS = ("step", "tokens_seen", "cpu_s")  # counted on across chained runs
+
+
+def chain_logs(log_paths: list[str | Path]) -> tuple[list[dict], list[dict]]:
+    """(train, eval records) of runs that continued one another, oldest first, as one run.
+
+    Each later run's step, tokens_seen and cpu_s are offset by the largest values the runs
+    before it reached, so the x axes read as total training; each record is copied, not changed.
+    """
+    train: list[dict] = []
+    evals: list[dict] = []
+    offset = dict.fromkeys(OFFSET_KEYS, 0.0)
+    for path in log_paths:
+        run_train, run_evals = read_log(path)
+        shifted = [_shift(r, offset) for r in run_train], [_shift(r, offset) for r in run_evals]
+        train += shifted[0]
+        evals += shifted[1]
+        for key in OFFSET_KEYS:
+            seen = [r[key] for r in shifted[0] + shifted[1] if r.get(key) is not None]
+            offset[key] = max(seen + [offset[key]])
+    return train, evals
+
+
+def _shift(record: dict, offset: dict[str, float]) -> dict:
+    return record | {k: record[k] + offset[k] for k in OFFSET_KEYS if record.get(k) is not None and offset[k]}
+
+
+def plot_log(log_path: str | Path, png_path: str | Path, after: list[str | Path] | None = None) -> Path:
+    """Draw the curves of `log_path` (continuing the runs `after`, oldest first) into `png_path`."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    train, evals = read_log(log_path)
+    train, evals = chain_logs([*(after or []), log_path])
     fig, (loss_ax, tau_ax, alpha_ax) = plt.subplots(1, 3, figsize=(16, 4))
     _series(loss_ax, train, "loss_diff", "L_diff (train)")
     _series(loss_ax, train, "loss_ar", "L_AR (train)")

@@ -43,6 +43,9 @@ def add_plot_parser(sub) -> None:
     p = sub.add_parser("plot", help="draw the loss and validation-tau curves of a training log")
     p.add_argument("log", help="log.jsonl written by d3d train")
     p.add_argument("--out", default=None, help="PNG to write (default: the log's name with .png)")
+    p.add_argument("--after", action="append", default=[], metavar="LOG",
+                   help="log of a run this one continued (its init drafter); repeatable, oldest first: "
+                        "the runs draw as one curve")
     p.set_defaults(func=cmd_plot)
 
 
@@ -128,6 +131,6 @@ def cmd_plot(args: argparse.Namespace) -> int:
     from d3d.training.plot import plot_log
 
     out = args.out or str(Path(args.log).with_suffix(".png"))
-    plot_log(args.log, out)
+    plot_log(args.log, out, after=args.after)
     print(f"plot: {out}", file=sys.stderr)
     return 0

@@ -174,6 +174,28 @@ def test_resume_after_interrupt_has_every_prompt_exactly_once(tmp_path, chat_tar
     assert (again.already_done, again.written, again.rows) == (10, 0, 10)
 
 
+def test_skip_answered_continues_a_prompt_file_into_a_new_output(tmp_path, chat_target):
+    prompts = write_jsonl(tmp_path / "prompts.jsonl", word_prompts(10))
+    first = DataConfig(out=tmp_path / "shard1.jsonl", prompts=(prompts,), max_new_tokens=4, batch_size=3,
+                       greedy=True, progress=False)
+    with pytest.raises(Interrupt):
+        generate_dataset(first, target=chat_target, on_batch=stop_after(2))
+    second = DataConfig(out=tmp_path / "shard2.parquet", prompts=(prompts,), max_new_tokens=4, batch_size=3,
+                        greedy=True, progress=False, skip_answered=(first.out,))
+    report = generate_dataset(second, target=chat_target)
+    ids1 = [row["id"] for row in read_rows(first.out)]
+    ids2 = [row["id"] for row in read_rows(second.out)]
+    assert len(ids1) == 6 and not set(ids1) & set(ids2)
+    assert sorted(ids1 + ids2) == sorted(f"p{i}" for i in range(10))
+    assert (report.answered_elsewhere, report.already_done, report.written) == (6, 0, 4)
+    assert json.loads((tmp_path / "shard2.meta.json").read_text())["skip_answered"] == [str(first.out)]
+    with pytest.raises(D3DError, match="output itself"):
+        generate_dataset(DataConfig(out=first.out, prompts=(prompts,), greedy=True, progress=False,
+                                    skip_answered=(first.out,)), target=chat_target)
+    with pytest.raises(D3DError, match="not found"):
+        run(tmp_path, chat_target, prompts=(prompts,), skip_answered=(tmp_path / "missing.jsonl",))
+
+
 def test_rows_hold_text_ids_and_settings_are_recorded(tmp_path, chat_target):
     prompts = write_jsonl(tmp_path / "prompts.jsonl", word_prompts(4))
     run(tmp_path, chat_target, prompts=(prompts,), max_new_tokens=5)
