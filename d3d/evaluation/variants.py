@@ -5,11 +5,16 @@
     tree@int8            tree decoding (also tree-drafter@..., tree-lookup@...) on the int8 target
     sync@float32+int8    a dtype and a weight format together
 
-A variant names a dtype (`bfloat16`, `float16`, `float32`), a weight format (`dense`, `int8`), or
-both joined by "+"; what it does not name is the run's. Each variant loads its own target (and
-drafter) once, in a `Pipeline` beside the run's, with the run's drafter, block size and
-verification length and tree branches; the run's precision setting when the dtype is the run's,
-else `auto`.
+    sync@b8              D3D decoding drafting blocks of 8 with the run's drafter and target
+    sync@int8+b8         ... on the int8 target
+
+A variant names a dtype (`bfloat16`, `float16`, `float32`), a weight format (`dense`, `int8`), a
+block size (`bN`: the drafter runs blocks of N rows, anchor included, as `--block-size N` does),
+or several joined by "+"; what it does not name is the run's. Each variant loads its own drafter
+(and, when it names a dtype or weight format, its own target) once, in a `Pipeline` beside the
+run's, with the run's drafter, verification length and tree branches; the run's precision setting
+when the dtype is the run's, else `auto`. A block-size-only variant shares the run's target, so
+its reference is the run's `ar` and `ar@bN` is not a mode.
 
 Which output a mode is compared with:
 
@@ -29,7 +34,9 @@ This module knows nothing about the results file or the table.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from torch import Tensor
 
@@ -42,25 +49,47 @@ VARIANT_BASES = ("ar", "sync", "async", "tree", "tree-drafter", "tree-lookup")  
 CROSS_TARGET_MODES = ("llamacpp",)  # compared with the run's ar as agreement only (besides ar@VARIANT)
 
 
-def parse_variant(text: str) -> tuple[str | None, str | None] | None:
-    """(dtype name or None, weight format or None) of a variant, or None if `text` is not one."""
-    dtype = weights = None
+@dataclass(frozen=True)
+class Variant:
+    """What a `MODE@VARIANT` suffix changes; None keeps the run's setting."""
+
+    dtype: str | None = None  # a DTYPES name
+    weights: str | None = None  # a WEIGHT_FORMATS name
+    block_size: int | None = None  # the drafter's block size B (bN)
+
+    @property
+    def same_target(self) -> bool:
+        """Whether the variant runs the run's own target (it changes only the drafting)."""
+        return self.dtype is None and self.weights is None
+
+
+def parse_variant(text: str) -> Variant | None:
+    """The variant a suffix names, or None if `text` is not one (each setting at most once)."""
+    found: dict[str, object] = {}
     for part in text.split("+"):
-        if part in DTYPES and dtype is None:
-            dtype = part
-        elif part in WEIGHT_FORMATS and weights is None:
-            weights = part
-        else:
+        block = re.fullmatch(r"b(\d+)", part)
+        key, value = (("dtype", part) if part in DTYPES else ("weights", part) if part in WEIGHT_FORMATS
+                      else ("block_size", int(block.group(1))) if block and int(block.group(1)) >= 2 else (None, None))
+        if key is None or key in found:
             return None
-    return dtype, weights
+        found[key] = value
+    return Variant(**found)  # type: ignore[arg-type]
 
 
 def split_variant(mode: str) -> tuple[str, str | None]:
-    """("sync", "int8") for "sync@int8"; (mode, None) for any mode that is not on a variant."""
+    """("sync", "int8") for "sync@int8"; (mode, None) for any mode that is not on a variant
+    (`ar` on a block-size-only variant is not one: it would be the run's `ar` again)."""
     base, _, suffix = mode.partition(SEPARATOR)
-    if base in VARIANT_BASES and suffix and parse_variant(suffix) is not None:
+    variant = parse_variant(suffix) if base in VARIANT_BASES and suffix else None
+    if variant is not None and not (base == "ar" and variant.same_target):
         return base, suffix
     return mode, None
+
+
+def own_reference(variant: str | None) -> bool:
+    """Whether modes on `variant` are compared with `ar@VARIANT` (their own target), not the run's ar."""
+    parsed = parse_variant(variant) if variant is not None else None
+    return parsed is not None and not parsed.same_target
 
 
 def with_references(modes: list[str]) -> list[str]:
@@ -68,7 +97,7 @@ def with_references(modes: list[str]) -> list[str]:
     out: list[str] = []
     for mode in modes:
         variant = split_variant(mode)[1]
-        if variant is not None and f"ar{SEPARATOR}{variant}" not in out:
+        if own_reference(variant) and f"ar{SEPARATOR}{variant}" not in out:
             out.append(f"ar{SEPARATOR}{variant}")
         out.append(mode)
     return list(dict.fromkeys(out))
@@ -77,7 +106,7 @@ def with_references(modes: list[str]) -> list[str]:
 def reference_of(mode: str) -> str:
     """The mode whose output `mode` must equal: `ar@VARIANT` on a variant, else the run's `ar`."""
     base, variant = split_variant(mode)
-    return f"ar{SEPARATOR}{variant}" if variant is not None and base != "ar" else "ar"
+    return f"ar{SEPARATOR}{variant}" if own_reference(variant) and base != "ar" else "ar"
 
 
 def cross_target(mode: str) -> bool:
@@ -98,13 +127,18 @@ def pipeline_for(pipe: Pipeline, mode: str) -> Pipeline:
 
 
 def _load_variant(pipe: Pipeline, variant: str) -> Pipeline:
-    dtype_name, weights = parse_variant(variant)  # type: ignore[misc]
+    v = parse_variant(variant)
+    assert v is not None
     run = pipe.target
-    dtype = DTYPES[dtype_name] if dtype_name else run.dtype
-    precision = run.model.precision if run.model is not None and dtype == run.dtype else "auto"
-    compiled = getattr(run.model, "compiled", False)
-    target = load_target(run.name, run.device, dtype, precision, weights or run.weights, compiled)
-    other = Pipeline(target, pipe.drafter_spec, pipe.block_size, copy.copy(pipe.async_config), pipe.ar_drafter_spec,
+    if v.same_target:
+        target = run
+    else:
+        dtype = DTYPES[v.dtype] if v.dtype else run.dtype
+        precision = run.model.precision if run.model is not None and dtype == run.dtype else "auto"
+        compiled = getattr(run.model, "compiled", False)
+        target = load_target(run.name, run.device, dtype, precision, v.weights or run.weights, compiled)
+    block_size = v.block_size or pipe.block_size
+    other = Pipeline(target, pipe.drafter_spec, block_size, copy.copy(pipe.async_config), pipe.ar_drafter_spec,
                      pipe.ar_draft_tokens)
     other.draft_length = pipe.draft_length
     other.tree_branches = pipe.tree_branches

@@ -86,3 +86,25 @@ def test_llamacpp_without_the_extra_is_one_line(tiny_chat_model_dir, monkeypatch
 def test_unknown_variant_is_an_unknown_mode():
     with pytest.raises(D3DError, match="unknown mode 'sync@int3'"):
         BenchConfig(modes=("sync@int3",)).validate()
+
+
+def test_block_size_variant_drafts_shorter_blocks_with_the_run_target(tiny_chat_model_dir, tmp_path):
+    """sync@b3 beside sync (B=5) in one run: the same target (no ar@b3 reference is added, both are
+    compared with the run's ar and equal it), and no round of sync@b3 drafts more than B-1 = 2
+    tokens, where sync drafts up to 4."""
+    suite = tmp_path / "prompts.jsonl"
+    prompts = ["w10 w11 w12 w10 w11 w12", "w40 w9 w40 w9"]
+    suite.write_text("".join(json.dumps({"id": f"p{i}", "prompt": p}) + "\n" for i, p in enumerate(prompts)))
+    cfg = BenchConfig(suite=str(suite), target=str(tiny_chat_model_dir), max_new_tokens=12, device="cpu",
+                      dtype="float32", modes=("sync", "sync@b3"), block_size=5, drafter="untrained",
+                      draft_length="5", out=str(tmp_path / "r.jsonl"))
+    summary = run_bench(cfg, io.StringIO())
+    assert list(summary) == ["ar", "sync", "sync@b3"]
+    for mode in ("sync", "sync@b3"):
+        assert summary[mode]["identical"] is True and summary[mode]["divergences"] == 0, mode
+    rows = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()[1:]]
+    assert reference_of("sync@b3") == "ar" and split_variant("ar@b3") == ("ar@b3", None)
+    assert split_variant("sync@int8+b3") == ("sync", "int8+b3") and reference_of("sync@int8+b3") == "ar@int8+b3"
+    assert split_variant("sync@b1") == ("sync@b1", None) and split_variant("sync@b3+b4") == ("sync@b3+b4", None)
+    widest = {m: max(rows_ for r in rows for _, rows_ in r["results"][m]["passes"]) for m in ("sync", "sync@b3")}
+    assert widest == {"sync": 5, "sync@b3": 3}  # anchor + B-1 drafted tokens per verification
