@@ -10,11 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DEMO_PROMPT = "Write a Python function that returns the n-th Fibonacci number, with a short docstring."  # the Makefile's PROMPT
-TABLE_MODES = ("ar", "pld", "sync", "async", "tree", "ar@int8", "llamacpp")  # issue 16's modes (ar, pld, sync,
-# async) plus the tree, int8 plain decoding and llama.cpp (only where `import llama_cpp` works). The branch
+TABLE_MODES = ("ar", "pld", "sync", "sync@b8", "async", "tree", "ar@int8", "llamacpp")  # issue 16's modes (ar,
+# pld, sync, async) plus sync drafting blocks of 8 (a cheaper drafter pass), the tree, int8 plain decoding and
+# llama.cpp (only where `import llama_cpp` works). The branch
 # ablations (tree-drafter, tree-lookup), sync@int8 and the float32 baseline are in earlier pages (git history):
 # the quiet window on 2 cores is short.
-MIXED_MODES = ("ar", "pld", "sync", "async", "tree", "llamacpp")  # the mixed suite
+MIXED_MODES = ("ar", "pld", "sync", "sync@b8", "async", "tree", "llamacpp")  # the mixed suite
 PREFILL_SELECTORS = "probe,target-layers,target-layers+lexical,lexical,last,random"  # every selector, one run
 
 
