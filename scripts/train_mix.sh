@@ -8,10 +8,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 RECIPE=${RECIPE:-recipes/smollm2-d3d-mix.yaml}
-for shard in mix mix_bf16; do  # the committed shards of the mix, unpacked where missing
+for shard in mix mix_bf16; do  # the committed shards of the mix (and their later parts), unpacked where missing
   if [ ! -f "runs/data/$shard.jsonl" ] && [ -f "data/smollm2/$shard.npz.xz" ]; then
     mkdir -p runs/data
-    $PY -m d3d.training.data_archive unpack "data/smollm2/$shard.npz.xz" "runs/data/$shard.jsonl"
+    mapfile -t parts < <(ls data/smollm2/"$shard".part*.npz.xz 2>/dev/null | sort -V)
+    $PY -m d3d.training.data_archive unpack "data/smollm2/$shard.npz.xz" "${parts[@]}" "runs/data/$shard.jsonl"
     cp "data/smollm2/$shard.meta.json" "runs/data/$shard.meta.json"
   fi
 done

@@ -10,6 +10,13 @@ seen in practice) is clamped there and counted when packing.
     python -m d3d.training.data_archive pack runs/data/mix.jsonl data/smollm2/mix.npz.xz
     python -m d3d.training.data_archive unpack data/smollm2/mix.npz.xz runs/data/mix.jsonl
 
+A file that keeps growing (a resumed `d3d data` run) is committed in parts, so that a part already in
+git history never changes: `pack --start N` archives the rows from row N on, and `unpack` takes the
+parts in order and writes them back as one file.
+
+    python -m d3d.training.data_archive pack runs/data/mix_bf16.jsonl data/smollm2/mix_bf16.part2.npz.xz --start 4128
+    python -m d3d.training.data_archive unpack data/smollm2/mix_bf16.npz.xz data/smollm2/mix_bf16.part2.npz.xz runs/data/mix_bf16.jsonl
+
 It knows the row layout of `d3d data` and nothing about models or training.
 """
 
@@ -82,9 +89,13 @@ def unpack_arrays(arrays: dict[str, np.ndarray]) -> list[dict]:
     return rows
 
 
-def pack(source: Path, archive: Path) -> dict:
-    """Write the archive of a `d3d data` file; a small report (rows, tokens, bytes, clamped)."""
+def pack(source: Path, archive: Path, start: int = 0) -> dict:
+    """Write the archive of a `d3d data` file's rows from row `start` on (0: all of them); a small
+    report (rows, first row, tokens, bytes, clamped)."""
     rows = read_rows(source)
+    if not 0 <= start < len(rows):
+        raise D3DError(f"--start {start} is outside {source}'s {len(rows)} rows")
+    rows = rows[start:]
     arrays, clamped = pack_rows(rows)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
@@ -92,7 +103,7 @@ def pack(source: Path, archive: Path) -> dict:
     staging = archive.with_name(f".{archive.name}.partial")
     staging.write_bytes(lzma.compress(buffer.getvalue(), preset=9 | lzma.PRESET_EXTREME))
     staging.replace(archive)
-    return {"rows": len(rows), "response_tokens": int(arrays["response_ids_len"].sum()),
+    return {"rows": len(rows), "start": start, "response_tokens": int(arrays["response_ids_len"].sum()),
             "bytes": archive.stat().st_size, "clamped_logprobs": clamped}
 
 
@@ -107,11 +118,20 @@ def read_archive(archive: Path) -> list[dict]:
         raise D3DError(f"{archive} is not a d3d data archive ({err})") from None
 
 
-def unpack(archive: Path, out: Path) -> int:
-    """Write the archive's rows as JSONL (refusing to overwrite); the number of rows."""
+def unpack(archives: Path | list[Path], out: Path) -> int:
+    """Write the rows of one archive, or of several parts in order, as one JSONL file (refusing to
+    overwrite); the number of rows. A row id in two parts is an error: the parts overlap."""
     if out.exists():
         raise D3DError(f"{out} exists; unpack into a new file")
-    rows = read_archive(archive)
+    parts = [archives] if isinstance(archives, Path) else list(archives)
+    rows, seen = [], set()
+    for part in parts:
+        part_rows = read_archive(part)
+        ids = {r.get("id") for r in part_rows} - {None}
+        if ids & seen:
+            raise D3DError(f"{part} repeats rows of an earlier part (e.g. id {sorted(ids & seen)[0]!r}): the parts overlap")
+        seen |= ids
+        rows += part_rows
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = out.with_name(f".{out.name}.partial")
     staging.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
@@ -125,15 +145,16 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("pack", help="JSONL/Parquet from d3d data -> compact archive")
     p.add_argument("source", type=Path)
     p.add_argument("archive", type=Path)
-    u = sub.add_parser("unpack", help="compact archive -> JSONL")
-    u.add_argument("archive", type=Path)
+    p.add_argument("--start", type=int, default=0, help="archive the rows from this row on (a later part)")
+    u = sub.add_parser("unpack", help="compact archive(s) -> JSONL")
+    u.add_argument("archives", type=Path, nargs="+", metavar="ARCHIVE", help="one archive, or its parts in order")
     u.add_argument("out", type=Path)
     args = parser.parse_args(argv)
     try:
         if args.command == "pack":
-            print(json.dumps(pack(args.source, args.archive)))
+            print(json.dumps(pack(args.source, args.archive, args.start)))
         else:
-            print(f"{unpack(args.archive, args.out)} rows -> {args.out}")
+            print(f"{unpack(args.archives, args.out)} rows -> {args.out}")
     except D3DError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

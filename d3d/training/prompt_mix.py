@@ -18,6 +18,13 @@ run over the file resumes. Held-out evaluation prompts are removed by `d3d data`
 (HumanEval and every `--exclude` file), not here. It knows nothing about models or tokenizers.
 
     python -m d3d.training.prompt_mix --out data/mix_prompts.jsonl --per-kind 3000 --seed 0
+
+A further file for more data (another seed) must not repeat a prompt already answered or held out:
+`--skip-texts FILE` drops every prompt whose exact text is in FILE (repeatable), and `--id-prefix`
+keeps its ids apart from the first file's, since `d3d data --skip-answered` matches prompts by id.
+
+    python -m d3d.training.prompt_mix --out data/mix_prompts2.jsonl --per-kind 3000 --seed 1 --id-prefix s1- \
+        --skip-texts data/mix_prompts.jsonl --skip-texts data/mix_dev_prompts.jsonl
 """
 
 from __future__ import annotations
@@ -26,10 +33,12 @@ import argparse
 import inspect
 import json
 import random
+import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from d3d.errors import D3DError
 from d3d.training import code_prompts
 
 NAMES = ("Ava", "Ben", "Chloe", "Dev", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kemi", "Liam", "Maya",
@@ -229,8 +238,9 @@ def code_tasks(rng: random.Random, n: int, functions: list[tuple[str, str, str]]
         yield stub or rng.choice(CODE_TEMPLATES).format(src=source)
 
 
-def build_mix(per_kind: int, seed: int) -> list[dict]:
-    """`per_kind` prompts of each kind (code tasks also add the stdlib implementation prompts), deduplicated."""
+def build_mix(per_kind: int, seed: int, skip: frozenset[str] = frozenset(), id_prefix: str = "") -> list[dict]:
+    """`per_kind` prompts of each kind (code tasks also add the stdlib implementation prompts),
+    deduplicated, leaving out the texts in `skip`; ids are `id_prefix` + `<kind>-<n>`."""
     rng = random.Random(seed)
     kinds = {
         "math": math_prompts(rng, per_kind),
@@ -238,18 +248,33 @@ def build_mix(per_kind: int, seed: int) -> list[dict]:
         "writing": writing_prompts(rng, per_kind, documentation_paragraphs()),
         "code": code_tasks(rng, per_kind, stdlib_functions()),
     }
-    rows, seen = [], set()
+    rows, seen = [], set(skip)
     for kind, prompts in kinds.items():
         for i, text in enumerate(prompts):
             if text not in seen:
                 seen.add(text)
-                rows.append({"id": f"{kind}-{i}", "kind": kind, "prompt": text})
+                rows.append({"id": f"{id_prefix}{kind}-{i}", "kind": kind, "prompt": text})
     for row in code_prompts.code_prompts(seed=seed, variants=3):
         if row["prompt"] not in seen and " at 0x" not in row["prompt"]:  # a default's repr with an address
             seen.add(row["prompt"])
-            rows.append({"id": f"impl-{row['id']}", "kind": "code", "prompt": row["prompt"]})
+            rows.append({"id": f"{id_prefix}impl-{row['id']}", "kind": "code", "prompt": row["prompt"]})
     rng.shuffle(rows)  # kinds interleave, so any prefix of the file (a --limit run) is a mix
     return rows
+
+
+def prompt_texts(file: Path) -> list[str]:
+    """The `prompt` of every row of a JSONL file of prompts; a D3DError if it is missing or malformed."""
+    if not file.is_file():
+        raise D3DError(f"--skip-texts file not found: {file}")
+    texts = []
+    for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            texts.append(json.loads(line)["prompt"])
+        except (ValueError, KeyError, TypeError):
+            raise D3DError(f"{file}:{n} is not a JSON row with a 'prompt'") from None
+    return texts
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -257,12 +282,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="output JSONL file of prompts")
     parser.add_argument("--per-kind", type=int, default=3000, help="prompts per kind (math, chat, writing, code)")
     parser.add_argument("--seed", type=int, default=0, help="generator seed")
+    parser.add_argument("--id-prefix", default="", help="prefix of every id (keeps a second file's ids apart)")
+    parser.add_argument("--skip-texts", type=Path, action="append", default=[], metavar="FILE",
+                        help="leave out prompts whose exact text is in this JSONL file of {prompt} rows (repeatable)")
     args = parser.parse_args(argv)
-    rows = build_mix(args.per_kind, args.seed)
+    try:
+        skip = frozenset(text for file in args.skip_texts for text in prompt_texts(file))
+    except D3DError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    rows = build_mix(args.per_kind, args.seed, skip, args.id_prefix)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     counts = {k: sum(r["kind"] == k for r in rows) for k in ("math", "chat", "writing", "code")}
-    print(f"{len(rows)} prompts -> {args.out} ({counts})")
+    skipped = f", {len(skip)} known texts left out" if skip else ""
+    print(f"{len(rows)} prompts -> {args.out} ({counts}{skipped})")
     return 0
 
 

@@ -36,6 +36,22 @@ def test_pack_then_unpack_gives_back_the_same_rows_byte_for_byte(tmp_path):
     assert (tmp_path / "back.jsonl").read_bytes() == source.read_bytes()  # the format d3d data writes
 
 
+def test_a_growing_file_is_committed_in_parts_that_unpack_to_the_whole(tmp_path):
+    rows = rows_with_topk(6)
+    first = write(tmp_path / "d.jsonl", rows[:4])
+    data_archive.pack(first, tmp_path / "d.npz.xz")
+    whole = write(tmp_path / "d.jsonl", rows)  # the run resumed and appended two rows
+    report = data_archive.pack(whole, tmp_path / "d.part2.npz.xz", start=4)
+    assert report["rows"] == 2 and report["start"] == 4
+    parts = [str(tmp_path / "d.npz.xz"), str(tmp_path / "d.part2.npz.xz")]
+    assert data_archive.main(["unpack", *parts, str(tmp_path / "back.jsonl")]) == 0
+    assert (tmp_path / "back.jsonl").read_bytes() == whole.read_bytes()
+    with pytest.raises(D3DError, match="overlap"):  # the same part twice
+        data_archive.unpack([tmp_path / "d.npz.xz", tmp_path / "d.npz.xz"], tmp_path / "twice.jsonl")
+    with pytest.raises(D3DError, match="outside"):
+        data_archive.pack(whole, tmp_path / "none", start=6)
+
+
 def test_rows_without_top_k_and_large_vocabularies_round_trip(tmp_path):
     rows = [{k: v for k, v in r.items() if not k.startswith("topk")} for r in rows_with_topk(3)]
     rows[1]["response_ids"] = [70000, 1]  # beyond uint16

@@ -31,3 +31,19 @@ def test_code_tasks_carry_real_source_and_stubs_have_no_body():
     name, source, doc = next(f for f in functions if f[0] == "bisect.insort_right" or f[2])
     stub = prompt_mix.stub_prompt(name, source, doc)
     assert stub is not None and doc in stub and stub.count("return") <= doc.count("return")
+
+
+def test_a_second_file_leaves_out_known_texts_and_keeps_its_ids_apart(tmp_path, capsys):
+    first = tmp_path / "first.jsonl"
+    assert prompt_mix.main(["--out", str(first), "--per-kind", "40", "--seed", "0"]) == 0
+    second = tmp_path / "second.jsonl"
+    args = ["--out", str(second), "--per-kind", "40", "--seed", "1", "--id-prefix", "s1-", "--skip-texts", str(first)]
+    assert prompt_mix.main(args) == 0
+    known = [json.loads(line) for line in first.read_text().splitlines()]
+    rows = [json.loads(line) for line in second.read_text().splitlines()]
+    alone = prompt_mix.build_mix(per_kind=40, seed=1)
+    assert rows and len(rows) < len(alone)  # the same templates repeat some texts across seeds; those are gone
+    assert not {r["prompt"] for r in rows} & {r["prompt"] for r in known}
+    assert all(r["id"].startswith("s1-") for r in rows) and not {r["id"] for r in rows} & {r["id"] for r in known}
+    assert prompt_mix.main(["--out", str(tmp_path / "x.jsonl"), "--skip-texts", str(tmp_path / "missing.jsonl")]) == 2
+    assert "not found" in capsys.readouterr().err
