@@ -189,7 +189,8 @@ class Trainer:
         self.log.start(self.progress.step)
         last_eval = self.log.last("eval")
         self.last_tau = last_eval.get("tau") if last_eval else None  # absent when real decoding is off (eval_real: false)
-        self.log.write({"kind": "resume", "step": self.progress.step, "checkpoint": latest.name})
+        self.log.write({"kind": "resume", "step": self.progress.step, "checkpoint": latest.name,
+                        "total_steps": self.total_steps})  # the schedule from here on (--max-steps may change it)
         self.say(f"resumed from {latest} (step {self.progress.step}, epoch {self.progress.epoch})")
 
     def _remove_partial_saves(self) -> None:

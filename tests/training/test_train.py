@@ -94,6 +94,7 @@ def test_resume_after_interrupt_reproduces_the_uninterrupted_run(tmp_path, tiny_
 
     whole, split = records(tmp_path / "whole", "train"), records(tmp_path / "split", "train")
     assert [r["step"] for r in split] == [1, 2, 3, 4, 5, 6] and [r["epoch"] for r in split] == [0, 0, 0, 0, 0, 1]
+    assert [(r["step"], r["total_steps"]) for r in records(tmp_path / "split", "resume")] == [(3, 6)]
     for a, b in zip(whole, split):
         for key in ("loss", "loss_diff", "loss_ar", "grad_norm", "lr", "rows_seen"):
             assert a[key] == pytest.approx(b[key], rel=1e-6, abs=1e-6), (a["step"], key)
