@@ -67,13 +67,23 @@ def parse_variant(text: str) -> Variant | None:
     """The variant a suffix names, or None if `text` is not one (each setting at most once)."""
     found: dict[str, object] = {}
     for part in text.split("+"):
-        block = re.fullmatch(r"b(\d+)", part)
-        key, value = (("dtype", part) if part in DTYPES else ("weights", part) if part in WEIGHT_FORMATS
-                      else ("block_size", int(block.group(1))) if block and int(block.group(1)) >= 2 else (None, None))
-        if key is None or key in found:
+        setting = _setting(part)
+        if setting is None or setting[0] in found:
             return None
-        found[key] = value
+        found[setting[0]] = setting[1]
     return Variant(**found)  # type: ignore[arg-type]
+
+
+def _setting(part: str) -> tuple[str, object] | None:
+    """(Variant field, value) that one `+`-separated part of a suffix names, or None."""
+    if part in DTYPES:
+        return "dtype", part
+    if part in WEIGHT_FORMATS:
+        return "weights", part
+    block = re.fullmatch(r"b(\d+)", part)
+    if block and int(block.group(1)) >= 2:
+        return "block_size", int(block.group(1))
+    return None
 
 
 def split_variant(mode: str) -> tuple[str, str | None]:
