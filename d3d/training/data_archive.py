@@ -4,8 +4,9 @@ Generated data takes hours of CPU to make and lives in git-ignored run folders; 
 beyond one machine. Token ids are stored as uint16 (when the vocabulary fits), the top-k
 log-probabilities (3 decimals in the JSONL) as int16 thousandths, the texts and the other fields as
 JSON, and the whole as one xz (LZMA) stream of a NumPy `.npz`. `unpack` writes the rows back
-exactly as they were (same keys, same values, same order); a log-probability below -32.767 (never
-seen in practice) is clamped there and counted when packing.
+exactly as they were (same keys, same values, same order, the same bytes: a log-probability that
+rounded to -0.0 stays -0.0); a log-probability below -32.767 (never seen in practice) is clamped there
+and counted when packing.
 
     python -m d3d.training.data_archive pack runs/data/mix.jsonl data/smollm2/mix.npz.xz
     python -m d3d.training.data_archive unpack data/smollm2/mix.npz.xz runs/data/mix.jsonl
@@ -38,6 +39,7 @@ ID_FIELDS = ("prompt_ids", "response_ids")  # flat token lists, concatenated wit
 TOPK_FIELDS = ("topk_ids", "topk_logprobs")  # [T][k] per row, stored as [sum T, k]
 LOGPROB_SCALE = 1000  # thousandths: the JSONL keeps 3 decimals
 LOGPROB_FLOOR = -32767 / LOGPROB_SCALE
+NEG_ZERO = "topk_logprobs_neg_zero"  # flat indices of the log-probabilities written as -0.0
 
 
 def _ids_dtype(rows: list[dict]) -> type:
@@ -64,6 +66,8 @@ def pack_rows(rows: list[dict]) -> tuple[dict[str, np.ndarray], int]:
         logprobs = np.asarray([p for r in rows for p in r["topk_logprobs"]], dtype=np.float64)
         clamped = int((logprobs < LOGPROB_FLOOR).sum())
         arrays["topk_logprobs"] = np.round(np.maximum(logprobs, LOGPROB_FLOOR) * LOGPROB_SCALE).astype(np.int16)
+        # a tiny negative log-probability rounds to -0.0 in the JSONL; int16 has no sign for zero
+        arrays[NEG_ZERO] = np.flatnonzero((logprobs == 0) & np.signbit(logprobs)).astype(np.int64)
     rest = [{k: v for k, v in r.items() if k not in ID_FIELDS + TOPK_FIELDS} for r in rows]
     order = [list(r.keys()) for r in rows]
     arrays["rest"] = np.frombuffer(json.dumps({"rows": rest, "keys": order}).encode(), dtype=np.uint8)
@@ -80,8 +84,10 @@ def unpack_arrays(arrays: dict[str, np.ndarray]) -> list[dict]:
     if "topk_ids" in arrays:
         ends = np.cumsum(arrays["response_ids_len"])[:-1]
         fields["topk_ids"] = [c.tolist() for c in np.split(arrays["topk_ids"], ends)]
-        scaled = [c.astype(np.float64) / LOGPROB_SCALE for c in np.split(arrays["topk_logprobs"], ends)]
-        fields["topk_logprobs"] = [np.round(c, 3).tolist() for c in scaled]
+        flat = np.round(arrays["topk_logprobs"].astype(np.float64) / LOGPROB_SCALE, 3)
+        if NEG_ZERO in arrays:  # absent from archives packed before it was kept: there -0.0 comes back as 0.0
+            flat.reshape(-1)[arrays[NEG_ZERO]] = -0.0
+        fields["topk_logprobs"] = [c.tolist() for c in np.split(flat, ends)]
     rows = []
     for i, (rest, keys) in enumerate(zip(meta["rows"], meta["keys"])):
         values = rest | {f: fields[f][i] for f in fields}

@@ -18,7 +18,7 @@ def rows_with_topk(n: int = 5) -> list[dict]:
             "id": f"r{i}", "source": "mix.jsonl", "prompt": f"question {i} \u00e9", "prompt_ids": list(range(i, i + 7)),
             "response": f"answer {i}", "response_ids": [49151 - j for j in range(t)], "finish_reason": "eos",
             "topk_ids": [[49151 - j, 5, 9] for j in range(t)],
-            "topk_logprobs": [[round(-0.001 * (j + 1), 3), -1.234, round(-7.5 - j, 3)] for j in range(t)],
+            "topk_logprobs": [[round(-0.001 * j, 3) if j else (-0.0 if i % 2 else 0.0), -1.234, round(-7.5 - j, 3)] for j in range(t)],
         })
     return rows
 
