@@ -23,7 +23,7 @@ A further file for more data (another seed) must not repeat a prompt already ans
 `--skip-texts FILE` drops every prompt whose exact text is in FILE (repeatable), and `--id-prefix`
 keeps its ids apart from the first file's, since `d3d data --skip-answered` matches prompts by id.
 
-    python -m d3d.training.prompt_mix --out data/mix_prompts2.jsonl --per-kind 3000 --seed 1 --id-prefix s1- \
+    python -m d3d.training.prompt_mix --out data/mix_prompts2.jsonl --per-kind 3500 --seed 1 --id-prefix s1- \
         --skip-texts data/mix_prompts.jsonl --skip-texts data/mix_dev_prompts.jsonl
 """
 
