@@ -7,9 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 OUT=${OUT:-runs/data/mix.jsonl}
-SKIP=()  # SKIP_ANSWERED: other outputs of the same prompts (e.g. the float32 shard) not to answer again, space-separated
-for f in ${SKIP_ANSWERED:-}; do SKIP+=(--skip-answered "$f"); done
-for f in ${EXCLUDE:-}; do SKIP+=(--exclude "$f"); done  # EXCLUDE: more held-out files (e.g. data/smollm2/dev_mix.jsonl)
+EXTRA=()  # SKIP_ANSWERED: other outputs of the same prompts (e.g. the float32 shard) not to answer again, space-separated
+for f in ${SKIP_ANSWERED:-}; do EXTRA+=(--skip-answered "$f"); done
+for f in ${EXCLUDE:-}; do EXTRA+=(--exclude "$f"); done  # EXCLUDE: more held-out files (e.g. data/smollm2/dev_mix.jsonl)
 PROMPTS=${PROMPTS:-data/mix_prompts.jsonl}  # data/mix_prompts2.jsonl: the second file (seed 1, no text of the first)
 [ -f data/mix_prompts.jsonl ] || $PY -m d3d.training.prompt_mix --out data/mix_prompts.jsonl --per-kind 3500 --seed 0
 [ -f data/mix_prompts2.jsonl ] || $PY -m d3d.training.prompt_mix --out data/mix_prompts2.jsonl --per-kind 3500 --seed 1 \
@@ -17,4 +17,4 @@ PROMPTS=${PROMPTS:-data/mix_prompts.jsonl}  # data/mix_prompts2.jsonl: the secon
 exec $PY -m d3d.cli data --out "$OUT" --prompts "$PROMPTS" --greedy \
   --max-new-tokens "${MAX_NEW_TOKENS:-192}" --batch-size "${BATCH_SIZE:-32}" --dtype "${DTYPE:-float32}" \
   --top-k-logits 8 --seed 0 \
-  --exclude data/smollm2/dev.jsonl --exclude data/smollm2/dev2.jsonl --exclude d3d/evaluation/mixed.jsonl "${SKIP[@]}"
+  --exclude data/smollm2/dev.jsonl --exclude data/smollm2/dev2.jsonl --exclude d3d/evaluation/mixed.jsonl "${EXTRA[@]}"

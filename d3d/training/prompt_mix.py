@@ -40,6 +40,7 @@ from pathlib import Path
 
 from d3d.errors import D3DError
 from d3d.training import code_prompts
+from d3d.training.prompts import read_prompt_jsonl
 
 NAMES = ("Ava", "Ben", "Chloe", "Dev", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kemi", "Liam", "Maya",
          "Noah", "Olga", "Pablo", "Quinn", "Rosa", "Sam", "Tara", "Umar", "Vera", "Wei", "Yara", "Zoe")
@@ -262,21 +263,6 @@ def build_mix(per_kind: int, seed: int, skip: frozenset[str] = frozenset(), id_p
     return rows
 
 
-def prompt_texts(file: Path) -> list[str]:
-    """The `prompt` of every row of a JSONL file of prompts; a D3DError if it is missing or malformed."""
-    if not file.is_file():
-        raise D3DError(f"--skip-texts file not found: {file}")
-    texts = []
-    for n, line in enumerate(file.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            texts.append(json.loads(line)["prompt"])
-        except (ValueError, KeyError, TypeError):
-            raise D3DError(f"{file}:{n} is not a JSON row with a 'prompt'") from None
-    return texts
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="output JSONL file of prompts")
@@ -287,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="leave out prompts whose exact text is in this JSONL file of {prompt} rows (repeatable)")
     args = parser.parse_args(argv)
     try:
-        skip = frozenset(text for file in args.skip_texts for text in prompt_texts(file))
+        skip = frozenset(r.text for file in args.skip_texts for r in read_prompt_jsonl(file))
     except D3DError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
