@@ -116,8 +116,8 @@ def _prefill_flags(p: argparse.ArgumentParser, many: bool) -> None:
                             "the drafter; the output may differ from full-prompt decoding (docs/prefill.md)")
     p.add_argument("--prefill-chunk", type=int, default=32, help="selective prefill: tokens per scored prompt chunk")
     # defaults spelled here to keep torch out of the parser; a test holds them equal to BenchConfig's
-    selectors = "probe, target-layers, lexical, last, random or target-layers+lexical"
-    p.add_argument("--prefill-select", default="probe", metavar="SELECTOR[,...]" if many else "SELECTOR",
+    selectors = "lexical (default), probe (the paper's), target-layers, last, random or target-layers+lexical"
+    p.add_argument("--prefill-select", default="lexical", metavar="SELECTOR[,...]" if many else "SELECTOR",
                    help=f"selective prefill: how prompt chunks are chosen: {selectors}"
                         + (" (comma list: one mode sync@keepRHO@SELECTOR each, all in the same run)" if many else "")
                         + "; random is seeded by --seed (docs/prefill.md)")

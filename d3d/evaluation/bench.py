@@ -96,7 +96,9 @@ from d3d.inference.engine import DecodeStats, GenerationConfig
 from d3d.inference.pipeline import Pipeline, default_device, load_target, resolve_dtype
 from d3d.inference.prefill import PrefillConfig
 from d3d.inference.sampling import SamplingConfig
-from d3d.inference.selectors import DEFAULT_PROBE_LAYERS_SPEC, DEFAULT_SELECTOR, parse_probe_layers, parse_selectors
+from d3d.inference.selectors import (
+    DEFAULT_PROBE_LAYERS_SPEC, DEFAULT_SELECTOR, LEGACY_SELECTOR, parse_probe_layers, parse_selectors,
+)
 from d3d.inference.successors import Budget
 from d3d.inference.tree_engine import parse_branches
 from d3d.models.decoder import Precision
@@ -202,9 +204,9 @@ class BenchConfig:
 
     def _unused_selector_keys(self) -> tuple[str, ...]:
         """Selector settings that change nothing in this run (kept out of the results key, so that
-        runs of the default selector resume results files written before selectors existed)."""
+        runs of the probe alone resume results files written before selectors existed)."""
         selects = parse_selectors(self.prefill_select) if self.prefill_keep else ()
-        unused = ("prefill_select",) if selects in ((), (DEFAULT_SELECTOR,)) else ()
+        unused = ("prefill_select",) if selects in ((), (LEGACY_SELECTOR,)) else ()
         return unused + (() if any(s.startswith("target-layers") for s in selects) else ("prefill_layers",))
 
     def async_config(self) -> AsyncConfig:

@@ -1,10 +1,10 @@
 """Selective prefill in the benchmark: the `sync@keepRHO[@SELECTOR]` modes, task scores, TTFT / decode / E2E speedups.
 
-A mode `sync@keep0.2` is synchronous D3D decoding after selective prefill at rho = 0.2
-(`d3d/inference/prefill.py`) with the default chunk selector; `sync@keep0.2@lexical` uses the
-lexical selector (`d3d/inference/selectors.py`), so that every selector runs in the same run, on
-the same prompts, beside the full-prompt modes. Because
-the target reads a reduced prompt, its output differs from ar's, so the benchmark reports, per
+A mode `sync@keep0.2@lexical` is synchronous D3D decoding after selective prefill at rho = 0.2
+(`d3d/inference/prefill.py`) with the lexical chunk selector; the plain `sync@keep0.2` is the
+drafter's probe (the name results files hold from before modes named their selector). Every
+selector of `d3d/inference/selectors.py` runs in the same run, on the same prompts, beside the
+full-prompt modes. Because the target reads a reduced prompt, its output differs from ar's, so the benchmark reports, per
 mode and against full-prompt plain decoding (`ar`) in the same run (the paper's Tables 6-7):
 
     score           mean task metric over the prompts (scored suites such as `longctx`), and
@@ -30,7 +30,7 @@ from d3d.evaluation.longctx import score
 from d3d.evaluation.suites import Prompt
 from d3d.inference.engine import DecodeStats, GenerationConfig
 from d3d.inference.pipeline import Pipeline
-from d3d.inference.selectors import DEFAULT_SELECTOR
+from d3d.inference.selectors import DEFAULT_SELECTOR, LEGACY_SELECTOR
 
 KEEP_PREFIX = "sync@keep"  # sync@keep0.2: sync after selective prefill at rho = 0.2
 SELECTOR_SEPARATOR = "@"  # sync@keep0.2@lexical: ... with the lexical chunk selector
@@ -42,9 +42,10 @@ def keep_mode(keep: float, select: str | None = None) -> str:
 
 
 def keep_modes(keeps: tuple[float, ...], selects: tuple[str, ...]) -> list[str]:
-    """Every (retention, selector) mode, by retention then selector; a run of the default selector
-    alone keeps the plain names `sync@keepRHO`."""
-    if selects in ((), (DEFAULT_SELECTOR,)):
+    """Every (retention, selector) mode, by retention then selector; a run of the legacy selector
+    (the probe) alone keeps the plain names `sync@keepRHO` that results files hold from before
+    modes named their selector."""
+    if selects == (LEGACY_SELECTOR,):
         return [keep_mode(k) for k in keeps]
     return [keep_mode(k, s) for k in keeps for s in selects]
 
@@ -57,11 +58,11 @@ def mode_keep(mode: str) -> float | None:
 
 
 def mode_selector(mode: str) -> str | None:
-    """The chunk selector of a keep mode's name (the default when it names none), None for other modes."""
+    """The chunk selector of a keep mode's name (the legacy probe when it names none), None for other modes."""
     if not mode.startswith(KEEP_PREFIX):
         return None
     _, _, select = mode[len(KEEP_PREFIX) :].partition(SELECTOR_SEPARATOR)
-    return select or DEFAULT_SELECTOR
+    return select or LEGACY_SELECTOR
 
 
 def keep_runner(keep: float, select: str = DEFAULT_SELECTOR) -> Callable[[Pipeline, Tensor, GenerationConfig], tuple[list[int], DecodeStats]]:
@@ -129,7 +130,7 @@ def prefill_summary(records: list[dict], ar_records: list[dict]) -> dict:
             out["score_by_task"][task] = round(sum(mine) / len(mine), 4)
     if records and all("full_prompt_tokens" in r for r in records):
         out["kept_share"] = round(sum(r["prompt_tokens"] for r in records) / sum(r["full_prompt_tokens"] for r in records), 4)
-        out["selector"] = records[0].get("selector", DEFAULT_SELECTOR)
+        out["selector"] = records[0].get("selector", LEGACY_SELECTOR)
     return out
 
 

@@ -12,7 +12,9 @@ one small class per way of scoring (`SELECTORS` names them, `build_scorer` makes
                            the target's first max(layers)+1 layers only: it costs
                            (max(layers)+1) / (the target's layers) of a full prefill.
     lexical                BM25 of each chunk against the final instruction (the prompt's last run
-                           of protected tokens), over token ids; stopword ids are ignored.
+                           of protected tokens), over token ids; stopword ids are ignored; half
+                           of the better neighbour's BM25 is added, so that a matching sentence
+                           cut by a chunk boundary keeps both halves.
     last                   the latest chunks first (a recency baseline).
     random                 a seeded random order (a baseline; the same seed and prompt length
                            give the same order).
@@ -44,10 +46,12 @@ from d3d.models.drafter import Drafter
 from d3d.models.kv_cache import KVCache
 
 SELECTORS = ("probe", "target-layers", "lexical", "last", "random", "target-layers+lexical")
-DEFAULT_SELECTOR = "probe"  # the paper's single-pass probe
+DEFAULT_SELECTOR = "lexical"  # won on calibration prompts and on the suite (docs/prefill.md); the paper's is "probe"
+LEGACY_SELECTOR = "probe"  # the selector of bench modes and records that name none (written before lexical was the default)
 DEFAULT_PROBE_LAYERS_SPEC = "3-7"  # target-layers: provisional; choose by `scripts/calibrate_probe_layers.py`
 BM25_K1 = 1.2  # term-frequency saturation (the usual BM25 value)
 BM25_B = 0.75  # chunk-length normalisation (the usual BM25 value)
+LEXICAL_SPREAD = 0.5  # a chunk's lexical score gains this share of its better neighbour's (calibrated, docs/prefill.md)
 FUSION_K = 60  # reciprocal rank fusion: score = sum over scorers of 1 / (FUSION_K + rank)
 
 
@@ -192,15 +196,17 @@ def check_probe_layers(layers: tuple[int, ...], num_layers: int) -> None:
 
 
 class LexicalScorer(ChunkScorer):
-    """BM25 of each chunk (a document) against the final instruction (the query), over token ids."""
+    """BM25 of each chunk (a document) against the final instruction (the query), over token ids,
+    plus `spread` times the better of its two neighbours' BM25 (`spread_to_neighbours`)."""
 
     name = "lexical"
 
-    def __init__(self, stop_ids: frozenset[int] = frozenset()) -> None:
-        self.stop_ids = stop_ids
+    def __init__(self, stop_ids: frozenset[int] = frozenset(), spread: float = LEXICAL_SPREAD) -> None:
+        self.stop_ids, self.spread = stop_ids, spread
 
     def score(self, prompt: PromptChunks, drafter_cache: KVCache) -> Tensor:
-        return bm25([self._terms(c) for c in prompt.chunk_ids()], set(self._terms(prompt.query_ids())))
+        scores = bm25([self._terms(c) for c in prompt.chunk_ids()], set(self._terms(prompt.query_ids())))
+        return spread_to_neighbours(scores, prompt, self.spread)
 
     def _terms(self, ids: list[int]) -> list[int]:
         return [t for t in ids if t not in self.stop_ids]
@@ -220,6 +226,19 @@ def bm25(documents: list[list[int]], query: set[int], k1: float = BM25_K1, b: fl
         norm = k1 * (1 - b + b * len(doc) / mean_len)
         scores.append(sum(idf[t] * c[t] * (k1 + 1) / (c[t] + norm) for t in idf if c[t]))
     return torch.tensor(scores, dtype=torch.float32)
+
+
+def spread_to_neighbours(scores: Tensor, prompt: PromptChunks, spread: float) -> Tensor:
+    """[c] scores + spread * max(score of the chunk just before, score of the chunk just after),
+    where "just" means touching in the prompt. A sentence cut by a chunk boundary ("... the code of
+    cobalt is" | "7339.") then keeps its other half: the half that matches the query lifts its
+    neighbour above chunks that match less."""
+    if spread == 0 or scores.shape[0] < 2:
+        return scores
+    touching = (prompt.ends[:-1] == prompt.starts[1:]).float()  # [c-1]: chunk i ends where chunk i+1 starts
+    before = torch.cat([torch.zeros(1), scores[:-1] * touching])
+    after = torch.cat([scores[1:] * touching, torch.zeros(1)])
+    return scores + spread * torch.maximum(before, after)
 
 
 class LastScorer(ChunkScorer):

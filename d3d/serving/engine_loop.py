@@ -17,9 +17,10 @@ waiting job and `submit` raises `ShuttingDown` from then on: nothing queues into
 A job whose client went away is cancelled (`Job.cancel`); a cancelled job that is still waiting
 no longer counts toward `max_queue`, and it is dropped before it is prefilled.
 
-A job may ask for selective prefill (`Job.prefill`): at admission, on this thread, the drafter's
-probe picks the prompt chunks the target reads (`prefill.reduce_for_target`), and the request
-decodes from that reduced prompt (drafter and target alike).
+A job may ask for selective prefill (`Job.prefill`): at admission, on this thread, the default
+selector (lexical, `selectors.DEFAULT_SELECTOR`) picks the prompt chunks the target reads
+(`prefill.reduce_for_target`), and the request decodes from that reduced prompt (drafter and
+target alike).
 
 Shutdown (`begin_drain`, then `close`): waiting jobs fail at once with a "shutting down" error,
 nothing is admitted from then on, running jobs may finish for `drain_s` seconds, then the rest
@@ -110,6 +111,7 @@ class PrefillRequest:
 
     keep: float  # rho in (0, 1] (`prefill.parse_prefill_keep`)
     protected: torch.Tensor  # [n] bool: prompt tokens always kept (`prompt_layout.protected_tokens`)
+    stop_ids: frozenset[int] = frozenset()  # token ids the lexical selector ignores (`prompt_layout.stopword_ids`)
 
 
 @dataclass
@@ -314,7 +316,7 @@ class EngineLoop:
         if self.decoder.drafter is None:
             raise D3DError("selective prefill (d3d_prefill_keep) needs a drafter; this server has none")
         reduced = reduce_for_target(self.decoder.drafter, job.prompt, job.prefill.protected,
-                                    PrefillConfig(keep=job.prefill.keep))
+                                    PrefillConfig(keep=job.prefill.keep, stop_ids=job.prefill.stop_ids))
         return reduced.target_ids
 
     def _drop_cancelled(self) -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import torch
 from pydantic import BaseModel, ValidationError
@@ -28,7 +29,7 @@ from starlette.requests import Request
 from d3d.errors import D3DError
 from d3d.inference.engine import GenerationConfig
 from d3d.inference.prefill import parse_prefill_keep
-from d3d.inference.prompt_layout import ChatFrame, chat_frame, protected_tokens
+from d3d.inference.prompt_layout import ChatFrame, chat_frame, protected_tokens, stopword_ids
 from d3d.inference.sampling import SamplingConfig
 from d3d.serving.engine_loop import PrefillRequest
 from d3d.serving.schemas import ChatCompletionRequest, CompletionRequest, SamplingFields, refused_field
@@ -71,6 +72,11 @@ class ServedModel:
     @property
     def max_prompt_chars(self) -> int:
         return self.limits.max_prompt_chars or PROMPT_CHARS_PER_TOKEN * self.context_length
+
+    @cached_property
+    def stopword_ids(self) -> frozenset[int]:
+        """Token ids the lexical prefill selector ignores (`prompt_layout.stopword_ids`)."""
+        return stopword_ids(self.tokenizer)
 
 
 class BadRequest(Exception):
@@ -207,7 +213,7 @@ def prefill_request(served: ServedModel, body: SamplingFields, prompt: list[int]
         raise BadRequest(str(err), "d3d_prefill_keep") from None
     if keep is None:
         return None
-    return PrefillRequest(keep, protected_tokens(served.tokenizer, torch.tensor(prompt), frame))
+    return PrefillRequest(keep, protected_tokens(served.tokenizer, torch.tensor(prompt), frame), served.stopword_ids)
 
 
 def chat_prefill_frame(served: ServedModel, body: ChatCompletionRequest) -> ChatFrame:

@@ -38,8 +38,8 @@ def test_keep_modes_report_scores_and_speedups(config, scored_suite):
     summary = run_bench(config(prefill_keep=(0.9,)), out)
     lines = out.getvalue().splitlines()
     assert json.loads(lines[-1]) == summary
-    assert list(summary) == ["ar", "sync", "sync@keep0.9"]
-    keep = summary["sync@keep0.9"]
+    assert list(summary) == ["ar", "sync", "sync@keep0.9@lexical"]  # the default selector, named
+    keep = summary["sync@keep0.9@lexical"]
     assert keep["identical"] is None and summary["sync"]["identical"] is True
     assert 0.8 < keep["kept_share"] < 1.0  # the 300-word turn lost some chunks, within rho
     for mode in summary:

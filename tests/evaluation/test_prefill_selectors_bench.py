@@ -12,6 +12,7 @@ from d3d.evaluation import bench
 from d3d.evaluation.bench import BenchConfig, run_bench
 from d3d.evaluation.prefill_metrics import keep_mode, keep_modes, mode_keep, mode_selector
 from d3d.evaluation.prompt import Prompt
+from d3d.inference.selectors import DEFAULT_SELECTOR
 
 LONG = " ".join(f"w{8 + i % 89}" for i in range(300))  # 300 words: 256 of them are the protected instruction
 
@@ -39,10 +40,12 @@ def test_every_selector_runs_in_the_same_run_and_is_recorded(config, monkeypatch
     assert any("sync@keep0.9@target-layers" in line for line in out.getvalue().splitlines())
 
 
-def test_default_selector_keeps_the_old_mode_names_and_results_key(config):
-    assert config().run_modes == ("ar", "sync", "sync@keep0.9")
-    key = config().results_key()
-    assert "prefill_select" not in key and "prefill_layers" not in key  # earlier results files still resume
+def test_the_default_selector_is_named_and_the_probe_alone_keeps_the_old_names_and_key(config):
+    assert DEFAULT_SELECTOR == "lexical" and config().run_modes == ("ar", "sync", "sync@keep0.9@lexical")
+    assert config().results_key()["prefill_select"] == "lexical"
+    probe = config(prefill_select="probe")  # the plain names and key of results files from before selectors
+    assert probe.run_modes == ("ar", "sync", "sync@keep0.9") and mode_selector("sync@keep0.9") == "probe"
+    assert "prefill_select" not in probe.results_key() and "prefill_layers" not in probe.results_key()
     assert config(prefill_select="probe,lexical").run_modes[2:] == ("sync@keep0.9@probe", "sync@keep0.9@lexical")
     assert "prefill_layers" in config(prefill_select="target-layers+lexical").results_key()
 

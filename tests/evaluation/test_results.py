@@ -173,6 +173,7 @@ def test_every_section_renders_its_table_and_the_goals_from_the_outputs(cfg):
     assert "| rho 0.2, probe: score >= 90% of the full prompt's | 0.750 of 0.800 (94%) | met |" in text
     assert "| rho 0.2: probe beats every naive selector (last, random, lexical) on score | probe 0.750; last 0.300, " \
            "random 0.200, lexical 0.700 | met |" in text
+    assert "| rho 0.2, the default selector (lexical): score >= 90% of the full prompt's | 0.700 of 0.800 (87%) | **missed** |" in text
     assert "causal 1.260, bidirectional 1.300 (-3.1%) | met |" in text
     assert "| load test: speculation on >= 0.97x of off at every concurrency | N=1: 0.98x, N=2: 0.98x | met |" in text
     assert "| speed table: no output diverges from plain decoding | 0 divergences, 2 near ties (rule 3) | met |" in text

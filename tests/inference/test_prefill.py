@@ -69,7 +69,7 @@ def test_probe_pass_leaves_a_drafting_cache(models):
     """After the probe the drafter's cache holds the prompt exactly as a plain drafting pass would."""
     _, drafter = models
     prompt, out = ids(4, 25), ids(5, 3)
-    selection, cache = select_prompt(drafter, prompt, torch.zeros(25, dtype=torch.bool), PrefillConfig(keep=0.5))
+    selection, cache = select_prompt(drafter, prompt, torch.zeros(25, dtype=torch.bool), PrefillConfig(keep=0.5, select="probe"))
     assert cache.length == 25
     seq = torch.cat([prompt, out], 1)
     want = drafter.draft_logits(drafter.new_cache(), seq)

@@ -16,7 +16,7 @@ from d3d.inference.prefill import (
 from d3d.inference.prompt_layout import stopword_ids
 from d3d.inference.sampling import SamplingConfig
 from d3d.inference.selectors import (
-    SELECTORS, ChunkScorer, FusedScorer, LastScorer, PromptChunks, bm25, build_scorer, layer_attention_mass,
+    SELECTORS, ChunkScorer, FusedScorer, LastScorer, LexicalScorer, PromptChunks, bm25, build_scorer, layer_attention_mass,
     parse_probe_layers, parse_selectors, ranks,
 )
 from d3d.inference.stopping import StopChecker
@@ -87,11 +87,37 @@ def test_lexical_picks_the_chunk_holding_the_questions_rare_words():
     protected[:2] = protected[-len(question) :] = True
     starts = torch.arange(2, 2 + len(body), 8)
     chunks = PromptChunks(prompt, protected, starts, torch.clamp(starts + 8, max=2 + len(body)))
-    scores = build_scorer("lexical", stop_ids=frozenset({80})).score(chunks, None)
+    scores = LexicalScorer(frozenset({80}), spread=0.0).score(chunks, None)
     assert int(scores.argmax()) == 5 and float(scores[5]) > 2 * float(scores[[c for c in range(9) if c != 5]].max())
     assert abs(float(scores[1]) - float(scores[0])) < 0.1 * float(scores[0])  # the stopword counts for nothing
-    unfiltered = build_scorer("lexical").score(chunks, None)
+    unfiltered = LexicalScorer(spread=0.0).score(chunks, None)
     assert ranks(unfiltered)[1] == 2  # as a rare term it would have pulled chunk 1 up
+    spread = build_scorer("lexical", stop_ids=frozenset({80})).score(chunks, None)  # the default spreads to neighbours
+    assert ranks(spread)[5] == 1 and sorted(ranks(spread)[[4, 6]].tolist()) == [2, 3]
+
+
+def test_lexical_keeps_both_halves_of_a_sentence_cut_by_a_chunk_boundary():
+    """The question's rare ids (70, 71) end chunk 3; the answer (77) opens chunk 4, which matches
+    nothing. Without spreading, chunks with one common question id outrank chunk 4 and the answer
+    is dropped at a three-chunk budget; with it, chunk 3 and both its neighbours are kept. Chunk 7 touches no
+    neighbour (a protected token sits between it and chunk 6), so nothing spreads into it."""
+    filler = [20 + i for i in range(8)]
+    body = [t for _ in range(8) for t in filler]
+    body[29:32] = [70, 71, 72]  # end of chunk 3
+    body[32] = 77  # start of chunk 4: the answer
+    body[8] = 12  # chunk 1 holds one common question id
+    body[48] = 12  # ... and so does chunk 6
+    question = [70, 71, 12, 13]
+    prompt = torch.tensor([[1, 2] + body[:56] + [3] + body[56:] + question])
+    protected = torch.zeros(prompt.shape[1], dtype=torch.bool)
+    protected[:2] = protected[58] = protected[-len(question):] = True
+    starts = torch.tensor([2 + 8 * c for c in range(7)] + [59])
+    chunks = PromptChunks(prompt, protected, starts, starts + 8)
+    plain, spread = LexicalScorer(spread=0.0).score(chunks, None), LexicalScorer(spread=0.5).score(chunks, None)
+    assert ranks(plain)[3] == 1 and ranks(plain)[4] > 3
+    assert sorted(ranks(spread)[[2, 3, 4]].tolist()) == [1, 2, 3]
+    assert float(spread[7]) == float(plain[7])  # not touching chunk 6
+    assert torch.allclose(spread[4], 0.5 * plain[3])  # chunk 4 matches nothing itself
 
 
 def test_bm25_prefers_rare_terms_and_short_documents():
