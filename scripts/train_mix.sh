@@ -3,12 +3,13 @@
 # docs/training.md "Continued training on the mix"). The mix's rows come from the committed archive
 # when runs/data/mix.jsonl is missing. Rerun the same command to resume; extra flags go to d3d train
 # (e.g. --max-steps 6000 to extend, which changes the schedule: see docs/training.md).
-# RECIPE=recipes/smollm2-d3d-mix2.yaml runs the second continued run (adds the bf16 shard).
+# RECIPE=recipes/smollm2-d3d-mix2.yaml runs the second continued run (adds the bf16 shard);
+# RECIPE=recipes/smollm2-d3d-mix4.yaml the fourth (adds the second prompt file's shard, mix2_bf16).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 RECIPE=${RECIPE:-recipes/smollm2-d3d-mix.yaml}
-for shard in mix mix_bf16; do  # the committed shards of the mix (and their later parts), unpacked where missing
+for shard in mix mix_bf16 mix2_bf16; do  # the committed shards of the mix (and their later parts), unpacked where missing
   if [ ! -f "runs/data/$shard.jsonl" ] && [ -f "data/smollm2/$shard.npz.xz" ]; then
     mkdir -p runs/data
     mapfile -t parts < <(ls data/smollm2/"$shard".part*.npz.xz 2>/dev/null | sort -V)
