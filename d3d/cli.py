@@ -113,7 +113,7 @@ def _prefill_flags(p: argparse.ArgumentParser, many: bool) -> None:
     else:
         p.add_argument("--prefill-keep", default=None, metavar="RHO",
                        help="selective prefill (sync only): the target reads about RHO in (0, 1] of the prompt, chosen by "
-                            "the drafter; the output may differ from full-prompt decoding (docs/prefill.md)")
+                            "--prefill-select; the output may differ from full-prompt decoding (docs/prefill.md)")
     p.add_argument("--prefill-chunk", type=int, default=32, help="selective prefill: tokens per scored prompt chunk")
     # defaults spelled here to keep torch out of the parser; a test holds them equal to BenchConfig's
     selectors = "lexical (default), probe (the paper's), target-layers, last, random or target-layers+lexical"

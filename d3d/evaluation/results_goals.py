@@ -111,7 +111,7 @@ ISSUE_16 = [
 ]
 
 
-def _probe_vs(m: Measured, what: str, selector: str = "probe") -> tuple[str, bool]:
+def _selector_vs(m: Measured, what: str, selector: str = "probe") -> tuple[str, bool]:
     probe, full = m.keep_mode(0.2, selector), m.summary("prefill", "longctx2")["ar"]
     if what == "score":
         share = probe["score"] / full["score"] if full.get("score") else None
@@ -137,14 +137,14 @@ def _probe_beats_naive(m: Measured) -> tuple[str, bool]:
 
 
 ISSUE_17 = [
-    Goal("rho 0.2, probe: score >= 90% of the full prompt's", lambda m: _probe_vs(m, "score")),
-    Goal("rho 0.2, probe: TTFT >= 3x", lambda m: _probe_vs(m, "ttft_speedup")),
-    Goal("rho 0.2, probe: end to end >= 2x", lambda m: _probe_vs(m, "speedup")),
+    Goal("rho 0.2, probe: score >= 90% of the full prompt's", lambda m: _selector_vs(m, "score")),
+    Goal("rho 0.2, probe: TTFT >= 3x", lambda m: _selector_vs(m, "ttft_speedup")),
+    Goal("rho 0.2, probe: end to end >= 2x", lambda m: _selector_vs(m, "speedup")),
     Goal(f"rho 0.2: probe beats every naive selector ({', '.join(NAIVE_SELECTORS)}) on score", _probe_beats_naive),
     Goal(f"rho 0.2, the default selector ({DEFAULT_SELECTOR}): score >= 90% of the full prompt's",
-         lambda m: _probe_vs(m, "score", DEFAULT_SELECTOR)),
-    Goal(f"rho 0.2, {DEFAULT_SELECTOR}: TTFT >= 3x", lambda m: _probe_vs(m, "ttft_speedup", DEFAULT_SELECTOR)),
-    Goal(f"rho 0.2, {DEFAULT_SELECTOR}: end to end >= 2x", lambda m: _probe_vs(m, "speedup", DEFAULT_SELECTOR)),
+         lambda m: _selector_vs(m, "score", DEFAULT_SELECTOR)),
+    Goal(f"rho 0.2, {DEFAULT_SELECTOR}: TTFT >= 3x", lambda m: _selector_vs(m, "ttft_speedup", DEFAULT_SELECTOR)),
+    Goal(f"rho 0.2, {DEFAULT_SELECTOR}: end to end >= 2x", lambda m: _selector_vs(m, "speedup", DEFAULT_SELECTOR)),
 ]
 
 

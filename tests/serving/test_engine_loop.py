@@ -179,3 +179,24 @@ def test_selective_prefill_reads_part_of_the_prompt(tiny_llama_dir):
     assert done_full.prompt_read == 64 and 4 <= done_reduced.prompt_read <= 32
     assert len(reduced.tokens()) == 6
     engine.close()
+
+
+def test_selective_prefill_scores_with_the_default_selector_and_the_jobs_stopwords(tiny_llama_dir, monkeypatch):
+    """The engine selects with lexical (the default) and hands it the request's stopword ids."""
+    from d3d.serving import engine_loop
+
+    seen = []
+    real = engine_loop.reduce_for_target
+    monkeypatch.setattr(engine_loop, "reduce_for_target", lambda *a: seen.append(a[3]) or real(*a))
+    target = load_decoder(tiny_llama_dir)
+    drafter = Drafter.from_base(tiny_llama_dir, [0, 1], 4, MASK_ID, "fp", target=target)
+    engine = EngineLoop(lambda: BatchDecoder(target, drafter, max_batch=2), EngineConfig(max_batch=2, max_queue=2))
+    engine.start()
+    sink = Sink()
+    protected = torch.zeros(64, dtype=torch.bool)
+    protected[-4:] = True
+    engine.submit(Job(torch.arange(5, 69).view(1, -1), GenerationConfig(max_new_tokens=2), StopChecker(2), True, sink,
+                      prefill=PrefillRequest(0.5, protected, frozenset({7, 8}))))
+    assert sink.done.wait(30) and isinstance(sink.events[-1], Done)
+    engine.close()
+    assert [(c.select, c.stop_ids, c.keep) for c in seen] == [("lexical", frozenset({7, 8}), 0.5)]
