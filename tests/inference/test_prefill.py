@@ -148,7 +148,7 @@ def test_drafter_drafts_from_the_full_prompt(models):
     _, drafter = models
     prompt, out = ids(8, 30), ids(9, 5)
     protected = torch.zeros(30, dtype=torch.bool)
-    reduced = reduce_for_target(drafter, prompt, protected, PrefillConfig(keep=0.4, chunk_size=4))
+    reduced = reduce_for_target(drafter, prompt, protected, PrefillConfig(keep=0.4, chunk_size=4, select="probe"))
     assert reduced.target_ids.shape[1] < 30 and reduced.drafter_cache.length == 30
     source = FullPromptDrafterSource(drafter, reduced, SamplingConfig())
     source.start(100)
