@@ -52,7 +52,11 @@ class Server:
                "--max-prompt-chars", str(MAX_PROMPT_CHARS)]
         env = os.environ | {"OMP_NUM_THREADS": "1", "D3D_CACHE": str(log.parent / "cache")}  # pass costs measured here
         self.proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
-        self.wait_ready()
+        try:
+            self.wait_ready()
+        except BaseException:  # the fixture never yields, so nothing else would stop it
+            self.stop()
+            raise
 
     def wait_ready(self, timeout: float = 90) -> None:
         deadline = time.time() + timeout
