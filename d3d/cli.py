@@ -112,7 +112,7 @@ def _prefill_flags(p: argparse.ArgumentParser, many: bool) -> None:
                        help="selective prefill: add a mode sync@keepRHO per retention RHO in (0, 1], e.g. 0.1,0.2,0.3 (docs/prefill.md)")
     else:
         p.add_argument("--prefill-keep", default=None, metavar="RHO",
-                       help="selective prefill (sync only): the target reads about RHO in (0, 1] of the prompt, chosen by "
+                       help="selective prefill (sync or ar): the target reads about RHO in (0, 1] of the prompt, chosen by "
                             "--prefill-select; the output may differ from full-prompt decoding (docs/prefill.md)")
     p.add_argument("--prefill-chunk", type=int, default=32, help="selective prefill: tokens per scored prompt chunk")
     # defaults spelled here to keep torch out of the parser; a test holds them equal to BenchConfig's
@@ -277,11 +277,13 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if len(keeps) > 1:
         raise D3DError(f"--prefill-keep takes one retention for generate, got {args.prefill_keep}")
     keep = keeps[0] if keeps else None
-    if keep is not None and args.mode != "sync":
-        raise D3DError(f"--prefill-keep runs with --mode sync, not {args.mode}")
+    if keep is not None and args.mode not in ("sync", "ar"):
+        raise D3DError(f"--prefill-keep runs with --mode sync or ar, not {args.mode}")
     if args.prefill_chunk < 1:
         raise D3DError(f"--prefill-chunk must be at least 1, got {args.prefill_chunk}")
     select, layers = _prefill_selector(args.prefill_select, args.prefill_layers)
+    if keep is not None and args.mode == "ar" and select == "probe":
+        raise D3DError("--prefill-select probe needs a drafter and --mode ar has none: choose another selector or --mode sync")
     branches = parse_branches(args.tree_branches)
     pipe = Pipeline.load(target=args.target, drafter=args.drafter, block_size=args.block_size, device=args.device,
                          async_config=_async_config(args), dtype=args.dtype, precision=args.precision, weights=args.weights,

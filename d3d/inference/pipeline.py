@@ -332,7 +332,7 @@ class Pipeline:
     def stream(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig, stats: DecodeStats,
                prefill_keep: float | None = None, prefill_select: str | None = None) -> Iterator[list[int]]:
         """Token chunks for prompt_ids [1, n] in `mode` ("ar", "sync", "async", "ar-drafter" or "tree";
-        async fills an `AsyncDecodeStats`, tree a `TreeStats`: see `stats_for`). `prefill_keep` (rho in (0, 1], sync only) turns on
+        async fills an `AsyncDecodeStats`, tree a `TreeStats`: see `stats_for`). `prefill_keep` (rho in (0, 1], sync or ar) turns on
         selective prefill: the target reads about rho of the prompt, so the output may differ
         from full-prompt decoding; pass a `SelectiveStats` to get its fields. `prefill_select`
         names the chunk selector (None: `self.prefill_select`)."""
@@ -383,15 +383,18 @@ class Pipeline:
 
     def _selective(self, prompt_ids: Tensor, mode: str, cfg: GenerationConfig, stop: StopChecker,
                    stats: DecodeStats, keep: float, select: str) -> Iterator[list[int]]:
-        """Selective prefill (`prefill.py`) with the template scaffolding and final instruction protected;
-        the random selector is seeded by the generation's seed."""
-        if mode != "sync":
-            raise D3DError(f"selective prefill runs with mode sync, not '{mode}'")
+        """Selective prefill (`prefill.py`) with the template scaffolding and final instruction protected,
+        then sync or plain (ar: no drafter, so any selector but the probe) decoding; the random
+        selector is seeded by the generation's seed."""
+        if mode not in ("sync", "ar"):
+            raise D3DError(f"selective prefill runs with mode sync or ar, not '{mode}'")
         prefill = PrefillConfig(keep=keep, chunk_size=self.prefill_chunk_size, select=select, seed=cfg.seed,
                                 layers=tuple(self.prefill_layers), stop_ids=self.target.stopword_ids)
         prefill.validate()
         protected = protected_tokens(self.target.tokenizer, prompt_ids[0].cpu(), self.target.chat_frame)
         target = self.target.native("selective prefill")
+        if mode == "ar":
+            return selective_decode(target, None, prompt_ids, protected, prefill, cfg, stop, stats)
         return selective_decode(target, self.drafter.drafter, prompt_ids, protected, prefill, cfg, stop, stats,
                                 self.draft_length_policy())
 

@@ -1,4 +1,4 @@
-"""Selective prefill (paper appendix C): the drafter chooses which prompt chunks the target reads.
+"""Selective prefill (paper appendix C): a selector chooses which prompt chunks the target reads.
 
     score    the prompt tokens that are not protected (chat-template scaffolding and the final user
              instruction, see `prompt_layout.py`) are cut into chunks of `chunk_size`, and a
@@ -13,6 +13,10 @@
              target-verified and lossless relative to the reduced prompt. The drafter keeps its
              full-prompt cache: `FullPromptDrafterSource` maps the target's committed sequence
              (reduced prompt + output) onto the drafter's (full prompt + the same output).
+             Without a drafter, plain decoding runs on the reduced prompt instead.
+
+Only the probe needs a drafter: every other selector scores and selects with `drafter=None`
+(target-layers reads the target), so a plain-decoding server or `--mode ar` can prefill selectively.
 
 `reduce_for_target` (scoring + selection, returning a `ReducedPrompt`) is the piece another decode
 loop or a server calls when it admits a request with `d3d_prefill_keep` (`parse_prefill_keep`).
@@ -40,7 +44,9 @@ from torch import Tensor
 from d3d.errors import D3DError
 from d3d.inference.draft_length import DraftLengthPolicy
 from d3d.inference.drafting import Draft, DrafterSource
-from d3d.inference.engine import DecodeStats, GenerationConfig, now, sampling_generator, speculative_decode
+from d3d.inference.engine import (
+    DecodeStats, GenerationConfig, autoregressive_decode, now, sampling_generator, speculative_decode,
+)
 from d3d.inference.sampling import SamplingConfig
 from d3d.inference.stopping import StopChecker
 from d3d.inference.selectors import (
@@ -168,19 +174,21 @@ def keep_best_chunks(chunks: PromptChunks, chunk_scores: Tensor, keep: float) ->
     return Selection(kept, starts, ends, chunk_scores, chunk_kept, protected)
 
 
-def select_prompt(drafter: Drafter, prompt: Tensor, protected: Tensor, config: PrefillConfig,
-                  target: DecoderModel | None = None) -> tuple[Selection, KVCache]:
+def select_prompt(drafter: Drafter | None, prompt: Tensor, protected: Tensor, config: PrefillConfig,
+                  target: DecoderModel | None = None) -> tuple[Selection, KVCache | None]:
     """Score the chunks of the full prompt [1, L] with `config.select` and select; returns the
     selection and the drafter's cache, which holds the whole prompt after the probe (ready for
     drafting) and is empty after any other selector (drafting reads the prompt into it later).
-    `target` is needed by the target-layers selectors only."""
+    `target` is needed by the target-layers selectors only. With `drafter` None (plain decoding)
+    the cache is None, and the probe is a D3DError naming it (`selectors.build_scorer`)."""
     config.validate()
     if protected.shape[0] != prompt.shape[1]:
         raise ValueError(f"protected mask has {protected.shape[0]} entries for a {prompt.shape[1]}-token prompt")
-    cache = drafter.new_cache(prompt.shape[1] + drafter.block_size)
+    scorer = config.scorer(target, drafter)
+    cache = None if drafter is None else drafter.new_cache(prompt.shape[1] + drafter.block_size)
     starts, ends = chunk_bounds(protected.bool().cpu(), config.chunk_size)
     chunks = PromptChunks(prompt, protected.bool().cpu(), starts, ends)
-    scores = config.scorer(target, drafter).score(chunks, cache)  # [c]
+    scores = scorer.score(chunks, cache)  # [c]
     return keep_best_chunks(chunks, scores, config.keep), cache
 
 
@@ -196,7 +204,7 @@ class ReducedPrompt:
     target_ids: Tensor  # [1, k] the kept tokens: the target's whole prompt, at positions 0..k-1
     full_ids: Tensor  # [1, L] the prompt as given: the drafter's prompt
     selection: Selection  # which tokens were kept, and the chunk scores
-    drafter_cache: KVCache  # the drafter's cache: full_ids after the probe, else empty (filled when drafting)
+    drafter_cache: KVCache | None  # the drafter's cache: full_ids after the probe, else empty; None without a drafter
     select_s: float  # wall time of the scoring (the probe pass, for the probe) and the selection
 
     def drafter_ids(self, committed: Tensor) -> Tensor:
@@ -204,12 +212,12 @@ class ReducedPrompt:
         return torch.cat([self.full_ids, committed[:, self.target_ids.shape[1] :]], 1)
 
 
-def reduce_for_target(drafter: Drafter, prompt: Tensor, protected: Tensor, prefill: PrefillConfig,
+def reduce_for_target(drafter: Drafter | None, prompt: Tensor, protected: Tensor, prefill: PrefillConfig,
                       target: DecoderModel | None = None) -> ReducedPrompt:
     """Score and select: the one call a decode loop (or a server admitting a request) needs.
 
     prompt: [1, L]; protected: [L] bool (`prompt_layout.protected_tokens`); `target` for the
-    target-layers selectors.
+    target-layers selectors; `drafter` None for plain decoding (any selector but the probe).
     """
     t0 = now(prompt.device)
     with torch.inference_mode():
@@ -229,6 +237,8 @@ class FullPromptDrafterSource(DrafterSource):
 
     def __init__(self, drafter: Drafter, reduced: ReducedPrompt, sampling: SamplingConfig,
                  generator: torch.Generator | None = None) -> None:
+        if reduced.drafter_cache is None:
+            raise ValueError("this prompt was reduced without a drafter: it has no drafter cache to draft from")
         super().__init__(drafter, sampling, generator)
         self.reduced = reduced
         self.cache = reduced.drafter_cache
@@ -266,7 +276,7 @@ class SelectiveStats(DecodeStats):
 @torch.inference_mode()
 def selective_decode(
     target: DecoderModel,
-    drafter: Drafter,
+    drafter: Drafter | None,
     prompt: Tensor,
     protected: Tensor,
     prefill: PrefillConfig,
@@ -275,21 +285,30 @@ def selective_decode(
     stats: DecodeStats,
     policy: DraftLengthPolicy | None = None,
 ) -> Iterator[list[int]]:
-    """Select with `prefill.select`, then speculative decoding on the reduced prompt.
+    """Select with `prefill.select`, then speculative decoding on the reduced prompt (drafter None:
+    plain decoding, `autoregressive_decode`).
 
     prompt: [1, L]; protected: [L] bool. Fills `stats` (a `SelectiveStats` gets the selection's
-    fields too) and yields token chunks as `speculative_decode` does; `policy` is its
+    fields too) and yields token chunks as the decode loop does; `policy` is speculative decoding's
     verification-length policy (None: verify every drafted token). TTFT and the total time are
     spans that open before the scoring.
     """
     t0 = now(prompt.device)
     reduced = reduce_for_target(drafter, prompt, protected, prefill, target)
-    source = FullPromptDrafterSource(drafter, reduced, cfg.sampling, sampling_generator(cfg, target.device, offset=1))
     if isinstance(stats, SelectiveStats):
         stats.full_prompt_tokens, stats.keep, stats.selector = prompt.shape[1], prefill.keep, prefill.select
         stats.select_s = reduced.select_s
-    for i, chunk in enumerate(speculative_decode(target, source, reduced.target_ids, cfg, stop, stats, policy)):
+    for i, chunk in enumerate(decode_reduced(target, drafter, reduced, cfg, stop, stats, policy)):
         if i == 0 and isinstance(stats, SelectiveStats):
             stats.ttft_s = now(prompt.device) - t0  # the first chunk is the first token alone
         yield chunk
     stats.total_s = now(prompt.device) - t0
+
+
+def decode_reduced(target: DecoderModel, drafter: Drafter | None, reduced: ReducedPrompt, cfg: GenerationConfig,
+                   stop: StopChecker, stats: DecodeStats, policy: DraftLengthPolicy | None) -> Iterator[list[int]]:
+    """The decode loop on the reduced prompt: speculative from the drafter's full prompt, or plain."""
+    if drafter is None:
+        return autoregressive_decode(target, reduced.target_ids, cfg, stop, stats)
+    source = FullPromptDrafterSource(drafter, reduced, cfg.sampling, sampling_generator(cfg, target.device, offset=1))
+    return speculative_decode(target, source, reduced.target_ids, cfg, stop, stats, policy)

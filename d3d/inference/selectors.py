@@ -21,8 +21,9 @@ one small class per way of scoring (`SELECTORS` names them, `build_scorer` makes
     target-layers+lexical  reciprocal rank fusion of target-layers and lexical.
 
 Scorers other than `probe` leave the drafter's cache empty: decoding reads the prompt into it at
-the first drafting round, after the first token, as full-prompt sync does. This module knows
-nothing about tokenizers (stopword ids come in as ids) or about the decode loop.
+the first drafting round, after the first token, as full-prompt sync does. They need no drafter
+at all (plain decoding passes none); `build_scorer` names the model a selector lacks. This module
+knows nothing about tokenizers (stopword ids come in as ids) or about the decode loop.
 
     scorer = build_scorer("lexical", target=target, drafter=drafter, stop_ids=frozenset({...}))
     scores = scorer.score(PromptChunks(prompt, protected, starts, ends), drafter.new_cache())   # [c]
@@ -128,9 +129,10 @@ class ChunkScorer(ABC):
     name: str
 
     @abstractmethod
-    def score(self, prompt: PromptChunks, drafter_cache: KVCache) -> Tensor:
-        """[c] float32 chunk scores. drafter_cache: the drafter's empty cache; a scorer that reads
-        the prompt with the drafter leaves it there, others leave the cache alone."""
+    def score(self, prompt: PromptChunks, drafter_cache: KVCache | None) -> Tensor:
+        """[c] float32 chunk scores. drafter_cache: the drafter's empty cache (None without a
+        drafter); a scorer that reads the prompt with the drafter leaves it there, others leave
+        the cache alone."""
 
 
 class ProbeScorer(ChunkScorer):
@@ -141,7 +143,7 @@ class ProbeScorer(ChunkScorer):
     def __init__(self, drafter: Drafter) -> None:
         self.drafter = drafter
 
-    def score(self, prompt: PromptChunks, drafter_cache: KVCache) -> Tensor:
+    def score(self, prompt: PromptChunks, drafter_cache: KVCache | None) -> Tensor:
         return prompt.chunk_sums(probe_scores(self.drafter, drafter_cache, prompt.ids))
 
 
@@ -174,7 +176,7 @@ class TargetLayersScorer(ChunkScorer):
         check_probe_layers(layers, len(target.layer_ids))
         self.target, self.layers = target, tuple(layers)
 
-    def score(self, prompt: PromptChunks, drafter_cache: KVCache) -> Tensor:
+    def score(self, prompt: PromptChunks, drafter_cache: KVCache | None) -> Tensor:
         return prompt.chunk_sums(layer_attention_mass(self.target, prompt.ids, self.layers))
 
 
@@ -204,7 +206,7 @@ class LexicalScorer(ChunkScorer):
     def __init__(self, stop_ids: frozenset[int] = frozenset(), spread: float = LEXICAL_SPREAD) -> None:
         self.stop_ids, self.spread = stop_ids, spread
 
-    def score(self, prompt: PromptChunks, drafter_cache: KVCache) -> Tensor:
+    def score(self, prompt: PromptChunks, drafter_cache: KVCache | None) -> Tensor:
         scores = bm25([self._terms(c) for c in prompt.chunk_ids()], set(self._terms(prompt.query_ids())))
         return spread_to_neighbours(scores, prompt, self.spread)
 
@@ -246,7 +248,7 @@ class LastScorer(ChunkScorer):
 
     name = "last"
 
-    def score(self, prompt: PromptChunks, drafter_cache: KVCache) -> Tensor:
+    def score(self, prompt: PromptChunks, drafter_cache: KVCache | None) -> Tensor:
         return prompt.starts.float()
 
 
@@ -258,7 +260,7 @@ class RandomScorer(ChunkScorer):
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
 
-    def score(self, prompt: PromptChunks, drafter_cache: KVCache) -> Tensor:
+    def score(self, prompt: PromptChunks, drafter_cache: KVCache | None) -> Tensor:
         key = zlib.crc32(f"{self.seed}/{prompt.ids.shape[1]}".encode())
         return torch.rand(prompt.num_chunks, generator=torch.Generator().manual_seed(key))
 
@@ -270,7 +272,7 @@ class FusedScorer(ChunkScorer):
         self.parts, self.k = parts, k
         self.name = "+".join(p.name for p in parts)
 
-    def score(self, prompt: PromptChunks, drafter_cache: KVCache) -> Tensor:
+    def score(self, prompt: PromptChunks, drafter_cache: KVCache | None) -> Tensor:
         fused = torch.zeros(prompt.num_chunks)
         for part in self.parts:
             fused += 1.0 / (self.k + ranks(part.score(prompt, drafter_cache)))

@@ -20,7 +20,8 @@ no longer counts toward `max_queue`, and it is dropped before it is prefilled.
 A job may ask for selective prefill (`Job.prefill`): at admission, on this thread, the default
 selector (lexical, `selectors.DEFAULT_SELECTOR`) picks the prompt chunks the target reads
 (`prefill.reduce_for_target`), and the request decodes from that reduced prompt (drafter and
-target alike).
+target alike). The selector needs no drafter: a server without one prefills the reduced prompt
+too and decodes it plainly.
 
 Shutdown (`begin_drain`, then `close`): waiting jobs fail at once with a "shutting down" error,
 nothing is admitted from then on, running jobs may finish for `drain_s` seconds, then the rest
@@ -310,11 +311,10 @@ class EngineLoop:
         self.metrics.running.set(len(self.decoder.running))
 
     def _target_prompt(self, job: Job) -> torch.Tensor:
-        """The prompt [1, k] the target prefills: the job's own, or its selective-prefill reduction."""
+        """The prompt [1, k] the target prefills: the job's own, or its selective-prefill reduction
+        (with the default selector, which needs no drafter: the decoder's may be None)."""
         if job.prefill is None:
             return job.prompt
-        if self.decoder.drafter is None:
-            raise D3DError("selective prefill (d3d_prefill_keep) needs a drafter; this server has none")
         reduced = reduce_for_target(self.decoder.drafter, job.prompt, job.prefill.protected,
                                     PrefillConfig(keep=job.prefill.keep, stop_ids=job.prefill.stop_ids))
         return reduced.target_ids

@@ -16,7 +16,7 @@ from torch import Tensor, nn
 from d3d.errors import D3DError
 from d3d.models import hub
 from d3d.models.decoder import DecoderModel, build_from_state, load_decoder
-from d3d.models.drafter import SHARED_KEYS, Drafter, DrafterConfig, is_drafter_dir, load_drafter_body
+from d3d.models.drafter import SHARED_KEYS, Drafter, DrafterConfig, is_drafter_dir, load_drafter_body, read_draft_vocab
 from d3d.training.draft_vocab import frequent_tokens
 from d3d.training.losses import LossConfig, VocabSubset, drafter_losses
 from d3d.training.packing import Example, PackedBatch
@@ -121,11 +121,25 @@ def drafter_from_state(
     return drafter.eval()
 
 
-def training_vocab(examples: Sequence[Example], size: int, facts: ModelFacts) -> tuple[VocabSubset, float]:
-    """The `size` tokens the target writes most in the training responses (plus eos), and their coverage."""
+def training_vocab(examples: Sequence[Example], size: int, facts: ModelFacts,
+                   fixed: Tensor | None = None) -> tuple[VocabSubset, float]:
+    """The `size` tokens the target writes most in the training responses (plus eos), or the `fixed`
+    ids as given (`init_vocab_ids`), and their coverage of the responses."""
     counts = Counter()
     for example in examples:
         counts.update(example.response_ids.tolist())
-    ids = frequent_tokens(counts, size, facts.eos_ids, facts.vocab_size)
+    ids = frequent_tokens(counts, size, facts.eos_ids, facts.vocab_size) if fixed is None else fixed.tolist()
     covered = sum(counts[t] for t in ids) / max(1, sum(counts.values()))
     return VocabSubset.from_ids(torch.tensor(ids), facts.vocab_size), covered
+
+
+def init_vocab_ids(cfg: TrainConfig, facts: ModelFacts) -> Tensor:
+    """The init drafter's own drafting vocabulary (`draft_vocab_from: init`); D3DError if it has none
+    or its size is not `draft_vocab_size` (plus the end-of-sequence ids, as `training_vocab` adds them)."""
+    ids = read_draft_vocab(cfg.init) if cfg.init is not None and is_drafter_dir(cfg.init) else None
+    if ids is None:
+        raise D3DError(f"draft vocab from init: {cfg.init} is not a saved drafter with a drafting vocabulary")
+    if not cfg.draft_vocab_size <= ids.numel() <= cfg.draft_vocab_size + len(facts.eos_ids):
+        raise D3DError(f"draft vocab from init: {cfg.init} drafts from {ids.numel()} tokens, "
+                       f"the run asks for {cfg.draft_vocab_size} (and the end-of-sequence ids)")
+    return ids.long()

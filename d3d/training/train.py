@@ -59,7 +59,8 @@ from d3d.inference.pipeline import default_dtype
 from d3d.jsonl import JsonlFile
 from d3d.models.decoder import DecoderModel, load_decoder
 from d3d.training.losses import LossConfig, VocabSubset
-from d3d.training.objective import DrafterObjective, build_drafter_body, drafter_from_state, load_teacher, training_vocab
+from d3d.training.objective import (DrafterObjective, build_drafter_body, drafter_from_state, init_vocab_ids,
+                                    load_teacher, training_vocab)
 from d3d.training.packing import PackedDataset, PackingConfig, TokenBudgetBatchSampler, collate, steps_per_epoch
 from d3d.training.resolve import ModelFacts, load_data, resolve_models
 from d3d.training.train_config import MODEL_FIELDS, TrainConfig
@@ -143,7 +144,8 @@ class Trainer:
         loader = DataLoader(self.dataset, batch_sampler=self.sampler, collate_fn=self._collate)
         self.total_steps = self._total_steps()
         if cfg.draft_vocab_size:
-            self.vocab, covered = training_vocab(train_rows, cfg.draft_vocab_size, self.facts)
+            init_ids = init_vocab_ids(cfg, self.facts) if cfg.draft_vocab_from == "init" else None
+            self.vocab, covered = training_vocab(train_rows, cfg.draft_vocab_size, self.facts, init_ids)
             self.data_report["draft_vocab_coverage"] = round(covered, 4)
             self.say(f"drafting vocabulary: {self.vocab.ids.numel()} tokens, {covered:.1%} of the response tokens")
         module = DrafterObjective(build_drafter_body(cfg, self.facts), self.loss, load_teacher(cfg, self.facts),
@@ -202,7 +204,7 @@ class Trainer:
         file = self.out / CONFIG_FILE
         current = asdict(self.cfg)
         if resuming and file.is_file():
-            saved = json.loads(file.read_text())
+            saved = asdict(TrainConfig()) | json.loads(file.read_text())  # settings added since: their defaults
             changed = [k for k in current if saved.get(k) != current[k]]
             blocking = [k for k in changed if k in MODEL_FIELDS]
             if blocking:

@@ -17,10 +17,11 @@ from d3d.training.losses import POSITION_WEIGHTING
 
 
 MIXED_PRECISION = ("auto", "bf16", "fp16", "no")
+DRAFT_VOCAB_SOURCES = ("data", "init")  # where draft_vocab_from takes the drafting vocabulary from
 
 
 MODEL_FIELDS = ("target", "init", "layers", "num_layers", "freeze_embeddings", "block_size", "labels",
-                "block_attention", "draft_vocab_size")  # must match to resume
+                "block_attention", "draft_vocab_size", "draft_vocab_from")  # must match to resume
 
 
 DEFAULT_LABELS = "next-token"  # label convention of a drafter trained from a pretrained model (measured better, docs/training.md)
@@ -41,6 +42,7 @@ class TrainConfig:
     labels: str | None = None  # block-row labels: next-token or same-position (the paper's); none = the init drafter's, else next-token
     block_attention: str | None = None  # block rows see: their whole block (bidirectional, the paper's) or rows up to themselves (causal, vLLM-exportable); none = the init drafter's, else bidirectional
     draft_vocab_size: int = 0  # project the loss onto the N tokens the target writes most in the data (0 = whole vocabulary)
+    draft_vocab_from: str = "data"  # the drafting vocabulary: data (ranked on this run's rows) or init (the init drafter's own, of draft_vocab_size tokens; no re-ranking cost when continuing a drafter)
     num_anchors: int = 128  # K: anchors sampled per response (clamped to T-1)
     lambda_ar: float = 1.0  # weight of the auxiliary AR loss (0 = diffusion only)
     diffusion_weight: float = 1.0  # weight of L_diff (0 with lambda_ar 1 = an AR drafter, the classic baseline)
@@ -119,6 +121,10 @@ class TrainConfig:
             (self.block_attention is None or self.block_attention in BLOCK_ATTENTION,
              f"block attention must be one of {', '.join(BLOCK_ATTENTION)}"),
             (min(self.draft_vocab_size, self.eval_rows, self.threads) >= 0, "draft vocab size, eval rows, threads >= 0"),
+            (self.draft_vocab_from in DRAFT_VOCAB_SOURCES,
+             f"draft vocab from must be one of {', '.join(DRAFT_VOCAB_SOURCES)}"),
+            (self.draft_vocab_from == "data" or (self.draft_vocab_size > 0 and self.init is not None),
+             "draft vocab from init needs --init (a saved drafter with a drafting vocabulary) and --draft-vocab-size"),
         ]
         for ok, message in checks:
             if not ok:

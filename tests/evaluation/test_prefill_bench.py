@@ -79,7 +79,9 @@ def test_keep_mode_names_round_trip():
         (["generate", "--prompt", "hi", "--prefill-keep", "1.5"], "prefill keep"),
         (["generate", "--prompt", "hi", "--prefill-keep", "0"], "prefill keep"),
         (["generate", "--prompt", "hi", "--prefill-keep", "x"], "prefill keep"),
-        (["generate", "--prompt", "hi", "--prefill-keep", "0.2", "--mode", "async"], "--mode sync"),
+        (["generate", "--prompt", "hi", "--prefill-keep", "0.2", "--mode", "async"], "--mode sync or ar"),
+        (["generate", "--prompt", "hi", "--prefill-keep", "0.2", "--mode", "ar", "--prefill-select", "probe"],
+         "probe needs a drafter"),
         (["generate", "--prompt", "hi", "--prefill-keep", "0.2,0.3"], "one retention"),
         (["generate", "--prompt", "hi", "--prefill-keep", "0.2", "--prefill-chunk", "0"], "--prefill-chunk"),
         (["bench", "--prefill-keep", "0.1,-0.2"], "prefill keep"),
@@ -100,3 +102,16 @@ def test_generate_with_prefill_keep_says_the_prompt_was_reduced(tiny_chat_model_
     assert "reduced prompt" in captured.err and "selective prefill: the target read" in captured.out
     read, of = (int(x) for x in captured.out.split("the target read ")[1].split(" prompt tokens")[0].split(" of "))
     assert read <= 0.9 * of < of and "not expected" in captured.out
+
+
+def test_generate_ar_with_prefill_keep_decodes_the_reduced_prompt_without_a_drafter(tiny_chat_model_dir, capsys, monkeypatch):
+    from d3d.inference import pipeline
+
+    monkeypatch.setattr(pipeline, "load_drafter", lambda *a, **kw: pytest.fail("plain decoding loaded a drafter"))
+    code = main(["generate", "--prompt", LONG, "--target", str(tiny_chat_model_dir), "--mode", "ar", "--prefill-keep", "0.9",
+                 "--prefill-chunk", "8", "--max-new-tokens", "4", "--device", "cpu"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "mode ar | 4 tokens" in captured.out and "selector lexical" in captured.out
+    read, of = (int(x) for x in captured.out.split("the target read ")[1].split(" prompt tokens")[0].split(" of "))
+    assert read <= 0.9 * of < of

@@ -1,4 +1,5 @@
-"""Selective prefill: the probe, the chunk selection, and decoding on the reduced prompt."""
+"""Selective prefill: the probe, the chunk selection, and decoding on the reduced prompt (with a
+drafter, and plainly without one)."""
 
 from __future__ import annotations
 
@@ -155,6 +156,46 @@ def test_drafter_drafts_from_the_full_prompt(models):
     got = source.propose(torch.cat([reduced.target_ids, out], 1), 3).tokens
     want = DrafterSource(drafter, SamplingConfig()).propose(torch.cat([prompt, out], 1), 3).tokens
     assert got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("select", ["lexical", "last", "random", "target-layers", "target-layers+lexical"])
+def test_selection_without_a_drafter_equals_selection_with_one(models, select):
+    """Every selector but the probe selects without a drafter (plain decoding): the same tokens, no cache."""
+    target, drafter = models
+    prompt = ids(10, 70)
+    protected = torch.zeros(70, dtype=torch.bool)
+    protected[:3] = protected[-6:] = True
+    config = PrefillConfig(keep=0.4, chunk_size=8, select=select, layers=(1, 2), stop_ids=frozenset({11}))
+    alone, cache = select_prompt(None, prompt, protected, config, target)
+    assert cache is None and alone.kept.tolist() == select_prompt(drafter, prompt, protected, config, target)[0].kept.tolist()
+    reduced = reduce_for_target(None, prompt, protected, config, target)
+    assert reduced.drafter_cache is None and reduced.target_ids.tolist() == reduce_prompt(prompt, alone).tolist()
+    assert protected.sum() < reduced.target_ids.shape[1] <= 28
+    with pytest.raises(ValueError, match="without a drafter"):
+        FullPromptDrafterSource(drafter, reduced, SamplingConfig())
+
+
+def test_the_probe_without_a_drafter_is_a_clear_error(models):
+    target, _ = models
+    with pytest.raises(D3DError, match="the probe selector needs a drafter"):
+        select_prompt(None, ids(11, 30), torch.zeros(30, dtype=torch.bool), PrefillConfig(keep=0.5, select="probe"), target)
+    with pytest.raises(D3DError, match="the probe selector needs a drafter"):
+        run(selective_decode, target, None, ids(11, 30), torch.zeros(30, dtype=torch.bool), PrefillConfig(0.5, select="probe"))
+
+
+def test_selective_decode_without_a_drafter_is_plain_decoding_of_the_kept_tokens(models):
+    target, _ = models
+    prompt = ids(12, 60)
+    protected = torch.zeros(60, dtype=torch.bool)
+    protected[-4:] = True
+    prefill = PrefillConfig(keep=0.3, chunk_size=8)  # the default selector, lexical
+    reduced = reduce_prompt(prompt, select_prompt(None, prompt, protected, prefill)[0])
+    want, _ = run(autoregressive_decode, target, reduced)
+    got, stats = run(selective_decode, target, None, prompt, protected, prefill, stats=SelectiveStats("ar"))
+    assert got == want and len(got) == 24
+    assert stats.prompt_tokens == reduced.shape[1] < 60 and stats.full_prompt_tokens == 60
+    assert stats.selector == "lexical" and stats.rounds == 23  # one target pass per token after the first
+    assert stats.select_s + stats.prefill_s <= stats.ttft_s <= stats.total_s
 
 
 @pytest.mark.parametrize("value", [0, 0.0, -0.1, 1.5, "abc", float("nan"), True, [0.2]])

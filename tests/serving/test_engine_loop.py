@@ -1,7 +1,7 @@
 """The engine loop without HTTP: events in order, a crashing round fails only its jobs, a bad
 prefill fails only its job, a full queue raises, draining fails waiting jobs and admits nothing,
 cancelled waiting jobs leave the queue, a loop that cannot go on fails everyone and refuses new
-jobs, and selective prefill shortens the prompt the target reads."""
+jobs, and selective prefill shortens the prompt the target reads (with a drafter or without one)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from d3d.inference.batch_engine import BatchDecoder
-from d3d.inference.engine import GenerationConfig
+from d3d.inference.engine import DecodeStats, GenerationConfig, autoregressive_decode
 from d3d.inference.stopping import StopChecker
 from d3d.models.decoder import load_decoder
 from d3d.models.drafter import Drafter
@@ -179,6 +179,37 @@ def test_selective_prefill_reads_part_of_the_prompt(tiny_llama_dir):
     assert done_full.prompt_read == 64 and 4 <= done_reduced.prompt_read <= 32
     assert len(reduced.tokens()) == 6
     engine.close()
+
+
+def test_selective_prefill_without_a_drafter_decodes_the_reduced_prompt_plainly(tiny_llama_dir):
+    """A plain-decoding engine (no drafter) no longer refuses the job: the target prefills the
+    lexical selection, instruction included, and decodes it as plain decoding of those tokens would."""
+    target = load_decoder(tiny_llama_dir)
+    seen = []
+
+    class Recording(BatchDecoder):
+        def add(self, prompt, *args, **kw):
+            seen.append(prompt[0].tolist())
+            return super().add(prompt, *args, **kw)
+
+    engine = EngineLoop(lambda: Recording(target, None, max_batch=2), EngineConfig(max_batch=2, max_queue=2))
+    engine.start()
+    sink = Sink()
+    prompt = torch.arange(5, 69).view(1, -1)
+    protected = torch.zeros(64, dtype=torch.bool)
+    protected[-4:] = True  # the "instruction"
+    engine.submit(Job(prompt, GenerationConfig(max_new_tokens=6), StopChecker(6), True, sink,
+                      prefill=PrefillRequest(0.5, protected)))
+    assert sink.done.wait(30)
+    engine.close()
+    done = sink.events[-1]
+    assert isinstance(done, Done), done
+    [read] = seen
+    assert done.prompt_tokens == 64 and done.prompt_read == len(read) <= 32 and not done.speculative
+    assert read[-4:] == prompt[0, -4:].tolist() and set(read) < set(prompt[0].tolist())
+    cfg = GenerationConfig(max_new_tokens=6)
+    want = [t for c in autoregressive_decode(target, torch.tensor([read]), cfg, StopChecker(6), DecodeStats("ar")) for t in c]
+    assert sink.tokens() == want
 
 
 def test_selective_prefill_scores_with_the_default_selector_and_the_jobs_stopwords(tiny_llama_dir, monkeypatch):

@@ -2,7 +2,8 @@
 real `openai` client (streaming and not, concurrent), every bad input the issue lists (refused
 OpenAI fields, oversized bodies and prompts, unbounded stop lists, lone surrogates), 429 with
 Retry-After on a full queue, disconnects freeing their slot whether tokens flow or not, selective
-prefill, metrics, and SIGTERM / Ctrl-C shutdown with exit status 0.
+prefill (also in process, on an app whose engine has no drafter), metrics, and SIGTERM / Ctrl-C
+shutdown with exit status 0.
 
 One server is shared by the module (max batch 3, max queue 2, drain 0.3 s, bodies up to 64 KiB,
 prompts up to 20000 characters); the SIGTERM test runs last and stops it.
@@ -25,8 +26,15 @@ import openai
 import pytest
 import torch
 
+from starlette.testclient import TestClient
+
+from d3d.inference.batch_engine import BatchDecoder
 from d3d.inference.engine import DecodeStats, GenerationConfig, autoregressive_decode
 from d3d.inference.pipeline import load_target
+from d3d.serving.app import create_app
+from d3d.serving.engine_loop import EngineConfig, EngineLoop
+from d3d.serving.metrics import ServingMetrics
+from d3d.serving.validation import ServedModel
 from tests.conftest import save_tiny_model, save_tiny_tokenizer
 
 MAX_BATCH, MAX_QUEUE = 3, 2
@@ -275,6 +283,34 @@ def test_selective_prefill_reads_part_of_a_long_prompt(server):
         "d3d_prefill_keep": 0.3}).json()
     assert reply["usage"]["completion_tokens"] == 6
     assert reply["d3d"]["prompt_tokens_read"] <= 0.3 * reply["usage"]["prompt_tokens"]
+
+
+def test_a_server_without_a_drafter_prefills_the_reduced_prompt(model_dir):
+    """No drafter (plain decoding): `d3d_prefill_keep` is no longer refused; the target prefills the
+    default (lexical) selection, which holds the final instruction and the template's tail."""
+    target = load_target(str(model_dir), "cpu", torch.float32)
+    model = target.native("serving")
+    seen = []
+
+    class Recording(BatchDecoder):
+        def add(self, prompt, *args, **kw):
+            seen.append(prompt[0].tolist())
+            return super().add(prompt, *args, **kw)
+
+    served = ServedModel("tiny", target.tokenizer, target.context_length, target.eos_token_ids, model.spec.vocab_size)
+    engine = EngineLoop(lambda: Recording(model, None, MAX_BATCH), EngineConfig(MAX_BATCH, MAX_QUEUE))
+    message = " ".join(f"w{10 + i % 80}" for i in range(1200)) + "\n\nw90 w91"
+    with TestClient(create_app(served, engine, ServingMetrics())) as client:
+        r = client.post("/v1/chat/completions", json=GOOD | {
+            "messages": [{"role": "user", "content": message}], "max_tokens": 6, "temperature": 0,
+            "d3d_prefill_keep": 0.3})
+    assert r.status_code == 200, r.text
+    reply, full = r.json(), target.encode_chat(message)[0].tolist()
+    [read] = seen
+    assert reply["usage"]["prompt_tokens"] == len(full) and reply["usage"]["completion_tokens"] == 6
+    assert reply["d3d"]["prompt_tokens_read"] == len(read) <= 0.3 * len(full)
+    instruction = full.index(90)  # w90 w91, then the template's tail
+    assert read[-(len(full) - instruction):] == full[instruction:]
 
 
 def test_prompt_longer_than_context_is_a_400(server):

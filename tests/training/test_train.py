@@ -155,6 +155,17 @@ def test_resume_refuses_a_different_model(tmp_path, tiny_llama_dir):
         train(tiny_config(tmp_path, tiny_llama_dir, max_steps=2, layers=[1]))
 
 
+def test_a_run_saved_before_a_setting_existed_resumes_with_its_default(tmp_path, tiny_llama_dir):
+    """A run folder written by an older d3d lacks newer settings; they read as their defaults, not as changes."""
+    train(tiny_config(tmp_path, tiny_llama_dir, max_steps=1, save_every=1))
+    file = tmp_path / "run" / "train_config.json"
+    saved = json.loads(file.read_text())
+    del saved["draft_vocab_from"]  # a model setting added after this run was started
+    file.write_text(json.dumps(saved))
+    train(tiny_config(tmp_path, tiny_llama_dir, max_steps=2, save_every=1))
+    assert [r["step"] for r in records(tmp_path / "run", "resume")] == [1]
+
+
 def test_cli_train_config_file_flags_and_plot(tmp_path, tiny_llama_dir, capsys):
     cfg = tiny_config(tmp_path, tiny_llama_dir, max_steps=5, eval_every=1, eval_prompts=2, eval_max_new_tokens=4)
     config_file = tmp_path / "recipe.yaml"
@@ -217,3 +228,23 @@ def test_sigterm_checkpoints_like_ctrl_c_and_a_run_with_offline_validation_resum
     monkeypatch.setattr(DrafterObjective, "forward", forward)
     train(tiny_config(tmp_path, tiny_qwen3_dir, **settings))
     assert [r["step"] for r in records(tmp_path / "run", "train")] == [1, 2, 3, 4]
+
+
+def test_draft_vocab_from_init_keeps_the_init_drafters_ids_and_data_re_ranks_them(tmp_path, tiny_llama_dir):
+    """Continuing a drafter: `draft_vocab_from: init` keeps its drafting ids; the default re-ranks on the new rows."""
+    first = train(tiny_config(tmp_path, tiny_llama_dir, draft_vocab_size=12, max_steps=1))
+    init_ids = Drafter.from_pretrained(first, target=load_decoder(tiny_llama_dir)).draft_vocab.tolist()
+    other = write_rows(tmp_path / "other.jsonl", seed=5)  # other responses: another frequency ranking
+    runs = {}
+    for source in ("init", "data"):
+        cfg = tiny_config(tmp_path, tiny_llama_dir, init=str(first), num_layers=0, data=[str(other)],
+                          draft_vocab_size=12, draft_vocab_from=source, max_steps=1, output_dir=str(tmp_path / source))
+        runs[source] = Drafter.from_pretrained(train(cfg), target=load_decoder(tiny_llama_dir)).draft_vocab.tolist()
+    assert runs["init"] == init_ids
+    assert runs["data"] != init_ids  # the re-ranked set (why `init` exists)
+    with pytest.raises(D3DError, match="drafts from 13 tokens, the run asks for 16"):  # 12 + eos
+        train(tiny_config(tmp_path, tiny_llama_dir, init=str(first), num_layers=0, draft_vocab_size=16,
+                          draft_vocab_from="init", output_dir=str(tmp_path / "bad")))
+    with pytest.raises(D3DError, match="needs --init"):
+        train(tiny_config(tmp_path, tiny_llama_dir, draft_vocab_size=16, draft_vocab_from="init",
+                          output_dir=str(tmp_path / "bad2")))
