@@ -2,6 +2,7 @@
 
     d3d generate --prompt "Write a haiku about the sea." [--mode sync] [--compare]
     d3d bench --suite humaneval --limit 20 --modes ar,sync,hf,pld
+    d3d bench --modes ar,sync,sync@new --drafter-variant new=runs/drafter/drafter
     d3d generate --prompt "..." --mode async --budget auto --timeline runs/timeline.json
     d3d cost --sizes 1,16
     d3d data --out data/train.jsonl --prompts prompts.jsonl --self-instruct 200 --greedy
@@ -167,6 +168,10 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--modes", default="ar,sync",
                        help="comma-separated: ar, sync, async, hf (transformers generate), pld (prompt lookup), "
                             "ar-drafter / hf-assisted (classic speculative decoding with --ar-drafter, native / transformers)")
+    bench.add_argument("--drafter-variant", dest="drafter_variants", action="append", default=[], metavar="NAME=DIR",
+                       help="register another drafter under NAME (letters, digits, -, _) for modes sync@NAME, "
+                            "async@NAME, tree@NAME (also sync@NAME+b8): the same target, beside the run's drafter "
+                            "(repeatable)")
     bench.add_argument("--ar-drafter", default=None, help="AR draft model directory (d3d train --diffusion-weight 0)")
     bench.add_argument("--ar-draft-tokens", type=int, default=4, help="k: tokens the AR draft model proposes per round")
     bench.add_argument("--sweep", nargs="+", default=[], metavar="C,F",
@@ -331,7 +336,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     # every BenchConfig field is the parsed flag of the same name (the flags are kebab-case spellings
     # of the fields), converted where the command line spells it differently
     given = {f.name: getattr(args, f.name) for f in fields(BenchConfig) if hasattr(args, f.name)}
-    cfg = BenchConfig(**given | {"modes": modes, "sweep": tuple(args.sweep), "prefill_keep": _prefill_keeps(args.prefill_keep)})
+    converted = {"modes": modes, "sweep": tuple(args.sweep), "prefill_keep": _prefill_keeps(args.prefill_keep),
+                 "drafter_variants": tuple(args.drafter_variants)}
+    cfg = BenchConfig(**given | converted)
     run_bench(cfg)
     return 0
 

@@ -46,6 +46,7 @@ def test_bench_flags_and_config_share_one_definition():
     defaults = BenchConfig()
     for f in fields(BenchConfig):
         assert hasattr(args, f.name), f"no bench flag for BenchConfig.{f.name}"
-        if f.name not in ("dtype", "modes", "sweep", "prefill_keep"):
+        if f.name not in ("dtype", "modes", "sweep", "prefill_keep", "drafter_variants"):
             assert getattr(args, f.name) == getattr(defaults, f.name), f.name
     assert args.dtype == "auto" and defaults.dtype is None
+    assert args.drafter_variants == [] and defaults.drafter_variants == ()

@@ -13,6 +13,8 @@ Modes (the `MODES` registry in `bench_modes.py`; a new mode is one more entry):
     llamacpp     llama.cpp on the target's GGUF, greedy (an optional extra, `llamacpp.py`)
     ar@float32, sync@int8, ...   a mode on another dtype / weight format of the target (`variants.py`:
                  what each is compared with; every mode also gets `speedup_vs_fastest_plain`)
+    sync@NAME, async@NAME, tree@NAME ...   a mode with another drafter on the run's target, registered
+                 with `drafter_variants` ("NAME=DIR"; `variants.py`): drafters side by side
 
 With `sweep` (a list of budgets "C,F"), the async mode runs once per budget, as modes named
 `async@C,F` sharing one drafting worker: the budget sweep of docs/async.md (speedup and hit rate
@@ -55,8 +57,10 @@ directory): a header line with the config, then one line per finished prompt hol
 record. Rerunning the same command skips the finished prompts (Ctrl-C loses at most the prompt in
 flight); `limit` is not part of the hash, so a larger limit extends an earlier run. An `out` file
 written for another config (or drafter) is an error naming the differing settings (pass `fresh`
-to overwrite it); `fresh` starts over. A lock file beside it keeps two runs from sharing it. A
-prompt whose text changed since it was recorded is run again.
+to overwrite it); `fresh` starts over. Drafter variants are part of the config (NAME -> absolute
+directory, and a digest of each directory's files), so the same NAME with another DIR never
+resumes the other's rows. A lock file beside it keeps two runs from sharing it. A prompt whose
+text changed since it was recorded is run again.
 
 The table goes to `out` (stdout), then one JSON line last, keyed by mode name; progress and the
 run header go to stderr. This module knows nothing about the command line.
@@ -89,7 +93,10 @@ from d3d.evaluation.llamacpp import import_llama_cpp
 from d3d.evaluation.prefill_metrics import add_scores, format_prefill_table, keep_modes, mode_keep, prefill_record, wants_prefill_summary
 from d3d.evaluation.suites import BUILTIN_SUITES, Prompt, load_suite
 from d3d.evaluation.timeline import plot_timeline, save_timeline
-from d3d.evaluation.variants import close_variants, cross_target, pipeline_for, reference_of, split_variant, with_references
+from d3d.evaluation.variants import (
+    check_drafter_modes, close_variants, cross_target, drafter_variant_of, parse_drafter_variants, pipeline_for,
+    reference_of, resolved_drafters, split_variant, use_drafter_variants, with_references,
+)
 from d3d.inference.async_engine import AsyncConfig
 from d3d.inference.draft_length import parse_draft_length
 from d3d.inference.engine import DecodeStats, GenerationConfig
@@ -147,10 +154,12 @@ class BenchConfig:
     precision: str = "auto"  # precision switches: a preset (auto, none, all) or switch names (`precision.py`)
     weights: str = "dense"  # "int8": weight-only int8 target and drafter for every mode (`quantize.py`)
     compile: bool = False  # torch.compile each target layer's MLP and norms (`compiled.py`)
+    drafter_variants: tuple[str, ...] = ()  # "NAME=DIR": modes MODE@NAME draft with DIR on the run's target (variants.py)
 
     def __post_init__(self) -> None:
         self.modes = tuple(self.modes)
         self.sweep = tuple(self.sweep)
+        self.drafter_variants = tuple(self.drafter_variants)
         self.prefill_keep = tuple(self.prefill_keep)
 
     @property
@@ -165,16 +174,22 @@ class BenchConfig:
         modes += keep_modes(self.prefill_keep, parse_selectors(self.prefill_select))
         return tuple(with_references(modes))
 
+    def drafters(self) -> dict[str, str]:
+        """The drafter variants, NAME -> directory (D3DError for a bad `drafter_variants` entry)."""
+        return parse_drafter_variants(self.drafter_variants)
+
     def generation(self) -> GenerationConfig:
         sampling = SamplingConfig(self.temperature, self.top_k, self.top_p)
         return GenerationConfig(max_new_tokens=self.max_new_tokens, sampling=sampling, seed=self.seed)
 
     def validate(self) -> None:
         """D3DError for any bad value, before anything is loaded."""
+        check_drafter_modes(self.modes, self.drafters())
         unknown = [m for m in self.modes if m not in MODES and split_variant(m)[1] is None]
         if unknown:
             raise D3DError(f"unknown mode '{unknown[0]}' (choose from {', '.join(MODES)}, or ar/sync/async/tree@VARIANT "
-                           "with a dtype and/or weight format, e.g. ar@float32, sync@int8, tree@int8)")
+                           "with a dtype, weight format, block size bN and/or drafter variant NAME, e.g. ar@float32, "
+                           "sync@int8, sync@b8, sync@NAME with --drafter-variant NAME=DIR)")
         if "llamacpp" in self.modes:
             if self.temperature != 0:
                 raise D3DError("mode llamacpp runs greedy only (temperature 0)")
@@ -225,6 +240,7 @@ class BenchConfig:
         unused += ("precision",) if self.precision == "auto" else ()  # keys of runs made before these settings
         unused += ("weights",) if self.weights == "dense" else ()
         unused += ("compile",) if not self.compile else ()
+        unused += ("drafter_variants",) if not self.drafter_variants else ()
         for name in ("limit", "out", "fresh", "timeline") + unused:
             key.pop(name)
         key["modes"] = list(self.run_modes)
@@ -232,6 +248,8 @@ class BenchConfig:
             key["sweep"] = list(self.sweep)  # as JSON reads it back
         if "prefill_keep" in key:
             key["prefill_keep"] = list(self.prefill_keep)
+        if "drafter_variants" in key:
+            key["drafter_variants"] = resolved_drafters(self.drafters())  # NAME -> absolute directory
         device = torch.device(self.device) if self.device else default_device()
         key["device"] = str(device)
         key["dtype"] = str(resolve_dtype(self.dtype, device)).removeprefix("torch.")
@@ -246,12 +264,27 @@ class BenchConfig:
 
 
 def content_key(pipe: Pipeline, cfg: BenchConfig) -> dict:
-    """Digests of the files of the target and of the drafters this run uses, and the d3d version."""
+    """Digests of the files of the target and of the drafters this run uses (drafter variants
+    included, when there are any), and the d3d version."""
     modes = cfg.run_modes
-    drafter = pipe.drafter.path if any(base_mode(m) in DRAFTER_MODES for m in modes) else None
+    drafter = pipe.drafter.path if uses_run_drafter(modes) else None
     ar_drafter = pipe.ar_drafter.path if any(m in AR_DRAFTER_MODES for m in modes) else None
-    return {"target": directory_digest(pipe.target.model_dir), "drafter": directory_digest(drafter),
-            "ar_drafter": directory_digest(ar_drafter), "d3d": d3d_version()}
+    key = {"target": directory_digest(pipe.target.model_dir), "drafter": directory_digest(drafter),
+           "ar_drafter": directory_digest(ar_drafter), "d3d": d3d_version()}
+    if cfg.drafter_variants:
+        key["drafter_variants"] = {name: directory_digest(Path(path)) for name, path in cfg.drafters().items()}
+    return key
+
+
+def uses_run_drafter(modes: tuple[str, ...]) -> bool:
+    """Whether a mode drafts with the run's drafter (a drafter mode not on a drafter variant)."""
+    return any(base_mode(m) in DRAFTER_MODES and drafter_variant_of(m) is None for m in modes)
+
+
+def variant_drafters(pipe: Pipeline, modes: tuple[str, ...]) -> dict[str, str]:
+    """Mode -> its drafter's description, for the modes on a drafter variant (each drafter loaded
+    here, so a wrong tokenizer is an error before the results file is touched)."""
+    return {m: pipeline_for(pipe, m).drafter.description for m in modes if drafter_variant_of(m) is not None}
 
 
 def _check_device(device: str | None) -> None:
@@ -411,19 +444,23 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
     pipe.prefill_layers = parse_probe_layers(cfg.prefill_layers)
     pipe.draft_length = parse_draft_length(cfg.draft_length)
     pipe.tree_branches = parse_branches(cfg.tree_branches)
-    drafter = pipe.drafter.description if any(base_mode(m) in DRAFTER_MODES for m in cfg.run_modes) else None
+    use_drafter_variants(pipe, cfg.drafters())
+    drafter = pipe.drafter.description if uses_run_drafter(cfg.run_modes) else None
     if any(m in AR_DRAFTER_MODES for m in cfg.run_modes):
         drafter = "; ".join(filter(None, [drafter, f"AR draft model: {pipe.ar_drafter.description}, k={cfg.ar_draft_tokens}"]))
+    mode_drafters = variant_drafters(pipe, cfg.run_modes)  # mode -> description, for modes on a drafter variant
     content = content_key(pipe, cfg)
-    results = ResultsFile(cfg.results_path(content), {"config": cfg.results_key(content), "drafter": drafter})
+    header = {"config": cfg.results_key(content), "drafter": drafter}
+    header |= {"variant_drafters": mode_drafters} if mode_drafters else {}  # older files keep their header
+    results = ResultsFile(cfg.results_path(content), header)
     with results.lock():
         try:
-            rows = _run_pending(pipe, prompts, cfg, results, drafter)
+            rows = _run_pending(pipe, prompts, cfg, results, drafter, mode_drafters)
         finally:
             _save_async_timeline(pipe, cfg.timeline)
             close_variants(pipe)
             pipe.close()
-    summary = summarize([rows[p.id] for p in prompts], cfg.run_modes, cfg.temperature == 0, drafter)
+    summary = summarize([rows[p.id] for p in prompts], cfg.run_modes, cfg.temperature == 0, drafter, mode_drafters)
     print(format_table(summary), file=out)
     if wants_prefill_summary([rows[p.id] for p in prompts], cfg.run_modes):
         print("\n" + format_prefill_table(summary), file=out)
@@ -440,7 +477,8 @@ def _save_async_timeline(pipe: Pipeline, path: str | None) -> None:
 
 
 def _run_pending(
-    pipe: Pipeline, prompts: list[Prompt], cfg: BenchConfig, results: ResultsFile, drafter: str | None
+    pipe: Pipeline, prompts: list[Prompt], cfg: BenchConfig, results: ResultsFile, drafter: str | None,
+    mode_drafters: dict[str, str],
 ) -> dict[str, dict]:
     """Resume from `results`, run the prompts not yet done, and return every prompt's row by id."""
     from tqdm import tqdm
@@ -451,7 +489,7 @@ def _run_pending(
     pending = [(i, p) for i, p in enumerate(prompts) if p.id not in rows]
     if gen_cfg.sampling.greedy:
         rejudge(pipe, rows, {p.id: p for p in prompts}, cfg.generation())
-    _log_header(cfg, pipe, drafter, len(prompts), len(rows), results.path)
+    _log_header(cfg, pipe, drafter, mode_drafters, len(prompts), len(rows), results.path)
     if pending:
         warm_up(pipe, modes, pending[0][1], gen_cfg)
     try:
@@ -467,11 +505,14 @@ def _run_pending(
     return rows
 
 
-def _log_header(cfg: BenchConfig, pipe: Pipeline, drafter: str | None, total: int, done: int, path: Path) -> None:
+def _log_header(cfg: BenchConfig, pipe: Pipeline, drafter: str | None, mode_drafters: dict[str, str], total: int,
+                done: int, path: Path) -> None:
     target = pipe.target
     _log(f"target {target.name} ({target.model_dir}) on {target.device}, {str(target.dtype).removeprefix('torch.')}")
     if drafter:
         _log(drafter)
+    for mode, description in mode_drafters.items():
+        _log(f"{mode}: {description}")
     sampling = "greedy" if cfg.temperature == 0 else f"T={cfg.temperature} top_k={cfg.top_k} top_p={cfg.top_p}"
     _log(f"suite {cfg.suite}: {total} prompts, modes {', '.join(cfg.run_modes)}, "
          f"max_new_tokens {cfg.max_new_tokens}, {sampling}")

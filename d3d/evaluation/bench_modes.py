@@ -1,6 +1,6 @@
 """The benchmark's modes: one runner per mode name (the `MODES` registry), and the names derived
 from them (budget-sweep modes `async@C,F`, selective-prefill modes `sync@keepRHO[@SELECTOR]`,
-modes on another build of the target `MODE@VARIANT`).
+modes on another build of the target or with another drafter `MODE@VARIANT`).
 
 A runner takes the run's pipeline, the prompt's ids [1, prompt_len] and the generation settings,
 and returns the new tokens and the decode statistics. This module knows nothing about results
@@ -90,7 +90,7 @@ def runner_for(mode: str) -> ModeRunner:
     if mode_keep(mode) is not None:
         return keep_runner(mode_keep(mode), mode_selector(mode))
     base, variant = split_variant(mode)
-    if variant is not None:  # ar@float32, sync@int8, tree@int8 ... (variants.py)
+    if variant is not None:  # ar@float32, sync@int8, tree@int8, sync@NAME ... (variants.py)
         return variant_runner(mode, MODES[base])
     if base_mode(mode) == "async" and SWEEP_SEPARATOR in mode:
         budget = mode.split(SWEEP_SEPARATOR, 1)[1]

@@ -1,11 +1,12 @@
 """The benchmark's results file and what it is keyed by.
 
 A results file is JSONL: a header line (the configuration, the content key and the drafter's
-description), then one line per finished prompt. A run resumes a file only when its header
-matches exactly. The content key makes that safe across changes that keep paths and flags: it
-holds a digest of the target's and the drafters' files (configs and weights), the dtype and the
-d3d version, so after a new drafter ships, the same `d3d bench` command writes a new file instead
-of reporting the old drafter's rows.
+description; with drafter variants, each variant mode's drafter description too), then one line
+per finished prompt. A run resumes a file only when its header matches exactly. The content
+key makes that safe across changes that keep paths and flags: it holds a digest of the target's
+and the drafters' files (configs and weights), the dtype and the d3d version, so after a new
+drafter ships, the same `d3d bench` command writes a new file instead of reporting the old
+drafter's rows.
 
 This module knows nothing about decoding; `bench.py` uses it.
 """
@@ -124,7 +125,7 @@ def _header_difference(found, wanted: dict) -> str:
         return "not a d3d bench results file"
     old_config = found.get("config") if isinstance(found.get("config"), dict) else {}
     names = [k for k in wanted["config"] if old_config.get(k) != wanted["config"][k]]
-    names += [k for k in ("format", "drafter") if found.get(k) != wanted[k]]
+    names += [k for k in ("format", "drafter", "variant_drafters") if found.get(k) != wanted.get(k)]
     return "differs in " + ", ".join(names) if names else "unreadable header"
 
 

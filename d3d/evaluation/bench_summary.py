@@ -28,8 +28,12 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
 
 
-def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: str | None = None) -> dict:
-    """Per-mode aggregates over `rows` (finished prompts), keyed by mode name (see module doc)."""
+def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: str | None = None,
+              mode_drafters: dict[str, str] | None = None) -> dict:
+    """Per-mode aggregates over `rows` (finished prompts), keyed by mode name (see module doc).
+    `drafter` describes the run's drafter, `mode_drafters` (mode -> description) the drafter of
+    each mode on a drafter variant (`variants.py`)."""
+    mode_drafters = mode_drafters or {}
     ar_records = [row["results"]["ar"] for row in rows]
     ar = _mode_totals(ar_records)
     summary = {}
@@ -48,8 +52,9 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
             summary[mode] |= _drafting_summary(base_mode(mode), _mode_totals(records), records)
         if split_variant(mode)[0] in TREE_MODES:  # tree, tree-lookup, tree@int8 ...
             summary[mode] |= _tree_summary(records)
-        if base_mode(mode) in DRAFTER_MODES and drafter is not None:
-            summary[mode]["drafter"] = drafter
+        described = mode_drafters.get(mode, drafter)
+        if base_mode(mode) in DRAFTER_MODES and described is not None:
+            summary[mode]["drafter"] = described
         if any(r.get("draft_lengths") for r in records):
             summary[mode]["draft_lengths"] = _merged_counts([r.get("draft_lengths") or {} for r in records])
         if wants_prefill_summary(rows, modes):
@@ -141,8 +146,11 @@ def format_table(summary: dict) -> str:
     decoding: "vs best"), identical, mean t_d / t_v, prompts, tokens, hit rate and hidden share (t_d:
     sync's draft, async's packed successor pass). Where outputs differ, identical reads "I/Tt/Dd": I
     identical prompts, T near ties, D divergences (`agreement.py`); for a mode on another model
-    (ar@VARIANT, llamacpp) "~I/N": I of N prompts equal ar's output (agreement, `variants.py`)."""
-    head = (f"{'mode':<11} {'tau':>6} {'tok/s':>8} {'speedup':>8} {'vs best':>8} {'identical':>9} {'t_d ms':>8} {'t_v ms':>8} "
+    (ar@VARIANT, llamacpp) "~I/N": I of N prompts equal ar's output (agreement, `variants.py`).
+    When the modes draft with more than one drafter (drafter variants), each drafter's modes and
+    description follow the table."""
+    width = max([11, *map(len, summary)])
+    head = (f"{'mode':<{width}} {'tau':>6} {'tok/s':>8} {'speedup':>8} {'vs best':>8} {'identical':>9} {'t_d ms':>8} {'t_v ms':>8} "
             f"{'prompts':>7} {'tokens':>7} {'hit':>5} {'hidden':>6}")
     lines = [head, "-" * len(head)]
     for mode, s in summary.items():
@@ -152,12 +160,23 @@ def format_table(summary: dict) -> str:
         if "agreement_with_ar" in s and not s["identical"]:
             identical = f"~{s['agreement_with_ar']['identical_prompts']}/{s['n_prompts']}"
         lines.append(
-            f"{mode:<11} {_fmt(s['tau'], '.3f'):>6} {_fmt(s['tokens_per_s'], '.2f'):>8} "
+            f"{mode:<{width}} {_fmt(s['tau'], '.3f'):>6} {_fmt(s['tokens_per_s'], '.2f'):>8} "
             f"{_fmt(s['speedup'], '.3f'):>8} {_fmt(s.get('speedup_vs_fastest_plain'), '.3f'):>8} {identical:>9} {_fmt(s.get('mean_td_ms', s['mean_draft_ms']), '.2f'):>8} "
             f"{_fmt(s['mean_verify_ms'], '.2f'):>8} {s['n_prompts']:>7} {s['new_tokens']:>7} "
             f"{_fmt(s.get('hit_rate'), '.2f'):>5} {_fmt(s.get('hidden_share'), '.2f'):>6}"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + _drafter_lines(summary))
+
+
+def _drafter_lines(summary: dict) -> list[str]:
+    """"drafter of MODE, MODE: DESCRIPTION" per drafter, when the modes used more than one."""
+    modes_of: dict[str, list[str]] = {}
+    for mode, s in summary.items():
+        if s.get("drafter"):
+            modes_of.setdefault(s["drafter"], []).append(mode)
+    if len(modes_of) < 2:
+        return []
+    return [f"drafter of {', '.join(modes)}: {description}" for description, modes in modes_of.items()]
 
 
 def progress_text(summary: dict) -> str:

@@ -8,13 +8,20 @@
     sync@b8              D3D decoding drafting blocks of 8 with the run's drafter and target
     sync@int8+b8         ... on the int8 target
 
+    sync@new  tree@new   D3D decoding with another drafter (`--drafter-variant new=DIR`) on the run's target
+    sync@new+b8          ... drafting blocks of 8
+
 A variant names a dtype (`bfloat16`, `float16`, `float32`), a weight format (`dense`, `int8`), a
 block size (`bN`: the drafter runs blocks of N rows, anchor included, as `--block-size N` does),
-or several joined by "+"; what it does not name is the run's. Each variant loads its own drafter
-(and, when it names a dtype or weight format, its own target) once, in a `Pipeline` beside the
-run's, with the run's drafter, verification length and tree branches; the run's precision setting
-when the dtype is the run's, else `auto`. A block-size-only variant shares the run's target, so
-its reference is the run's `ar` and `ar@bN` is not a mode.
+a drafter variant (a NAME registered with `--drafter-variant NAME=DIR`: letters, digits, `-` and
+`_`, never one of the other names, `bN` or `keep...`), or several joined by "+"; what it does not
+name is the run's. A drafter variant runs on the run's target, so it joins only a block size
+(`sync@new+b8`), never a dtype or weight format. Each variant loads its own drafter (the run's,
+or the drafter variant's directory) and, when it names a dtype or weight format, its own target,
+once, in a `Pipeline` beside the run's, with the run's `--block-size`, verification length and tree
+branches (unless it names its own block size); the run's precision setting when the dtype is the
+run's, else `auto`. A variant of block size and/or drafter alone shares the run's target, so its
+reference is the run's `ar`, and `ar@bN` and `ar@NAME` are not modes.
 
 Which output a mode is compared with:
 
@@ -37,16 +44,21 @@ import copy
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from torch import Tensor
 
+from d3d.errors import D3DError
 from d3d.inference.engine import DecodeStats, GenerationConfig
 from d3d.inference.pipeline import DTYPES, Pipeline, load_target
+from d3d.models.drafter import is_drafter_dir
 from d3d.models.quantize import WEIGHT_FORMATS
 
 SEPARATOR = "@"
 VARIANT_BASES = ("ar", "sync", "async", "tree", "tree-drafter", "tree-lookup")  # modes that run on a variant's target
 CROSS_TARGET_MODES = ("llamacpp",)  # compared with the run's ar as agreement only (besides ar@VARIANT)
+DRAFTER_NAME = re.compile(r"[A-Za-z0-9_-]+")  # a drafter variant's NAME
+RESERVED_NAME = re.compile(r"b\d+|keep.*|" + "|".join(map(re.escape, (*DTYPES, *WEIGHT_FORMATS))), re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,7 @@ class Variant:
     dtype: str | None = None  # a DTYPES name
     weights: str | None = None  # a WEIGHT_FORMATS name
     block_size: int | None = None  # the drafter's block size B (bN)
+    drafter: str | None = None  # a drafter variant's NAME (its directory: `--drafter-variant NAME=DIR`)
 
     @property
     def same_target(self) -> bool:
@@ -83,17 +96,84 @@ def _setting(part: str) -> tuple[str, object] | None:
     block = re.fullmatch(r"b(\d+)", part)
     if block and int(block.group(1)) >= 2:
         return "block_size", int(block.group(1))
+    if DRAFTER_NAME.fullmatch(part) and not RESERVED_NAME.fullmatch(part):
+        return "drafter", part
     return None
 
 
 def split_variant(mode: str) -> tuple[str, str | None]:
     """("sync", "int8") for "sync@int8"; (mode, None) for any mode that is not on a variant
-    (`ar` on a block-size-only variant is not one: it would be the run's `ar` again)."""
+    (`ar` on a block-size or drafter variant is not one: it would be the run's `ar` again, or
+    plain decoding with a drafter)."""
     base, _, suffix = mode.partition(SEPARATOR)
     variant = parse_variant(suffix) if base in VARIANT_BASES and suffix else None
-    if variant is not None and not (base == "ar" and variant.same_target):
+    if variant is not None and not (base == "ar" and (variant.same_target or variant.drafter)):
         return base, suffix
     return mode, None
+
+
+def drafter_variant_of(mode: str) -> str | None:
+    """The drafter variant's NAME a mode runs with ("new" for "sync@new+b8"), None for any other mode."""
+    variant = split_variant(mode)[1]
+    parsed = parse_variant(variant) if variant is not None else None
+    return parsed.drafter if parsed is not None else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Drafter variants: `--drafter-variant NAME=DIR`
+
+
+def parse_drafter_variants(specs: tuple[str, ...]) -> dict[str, str]:
+    """NAME -> drafter directory of each "NAME=DIR" (D3DError for a malformed, reserved or repeated
+    NAME, or a DIR that is not a saved drafter)."""
+    drafters: dict[str, str] = {}
+    for spec in specs:
+        name, sep, path = (part.strip() for part in spec.partition("="))
+        if not sep or not name or not path:
+            raise D3DError(f"--drafter-variant takes NAME=DIR, got '{spec}'")
+        if not DRAFTER_NAME.fullmatch(name) or RESERVED_NAME.fullmatch(name):
+            raise D3DError(f"bad drafter variant name '{name}': use letters, digits, '-' and '_', and no dtype, "
+                           "weight format, block size (bN) or keep... name")
+        if name in drafters:
+            raise D3DError(f"drafter variant '{name}' is registered twice (--drafter-variant {name}=...)")
+        if not is_drafter_dir(path):
+            raise D3DError(f"drafter variant '{name}': {path} is not a saved drafter directory (no drafter_config.json)")
+        drafters[name] = path
+    return drafters
+
+
+def check_drafter_modes(modes: tuple[str, ...], drafters: dict[str, str]) -> None:
+    """D3DError for a mode naming an unregistered NAME (or no known variant part at all), `ar@NAME`,
+    a drafter variant joined with a dtype or weight format, and a registered NAME no mode uses."""
+    used = set()
+    for mode in modes:
+        base, _, suffix = mode.partition(SEPARATOR)
+        variant = parse_variant(suffix) if base in VARIANT_BASES and suffix else None
+        if variant is None or variant.drafter is None:
+            continue
+        if variant.drafter not in drafters:
+            raise D3DError(f"unknown mode '{mode}': '{variant.drafter}' is no dtype, weight format, block size (bN) "
+                           f"or registered drafter variant (register one with --drafter-variant {variant.drafter}=DIR)")
+        if base == "ar":
+            raise D3DError(f"'{mode}' is not a mode: plain decoding uses no drafter (a drafter variant runs on the "
+                           "run's target, whose plain decoding is ar)")
+        if not variant.same_target:
+            raise D3DError(f"mode '{mode}': a drafter variant runs on the run's target and joins no dtype or weight "
+                           "format (set --dtype / --weights for the whole run)")
+        used.add(variant.drafter)
+    unused = [name for name in drafters if name not in used]
+    if unused:
+        raise D3DError(f"drafter variant '{unused[0]}' is used by no mode: add e.g. sync@{unused[0]} to the modes")
+
+
+def use_drafter_variants(pipe: Pipeline, drafters: dict[str, str]) -> None:
+    """Register the drafter variants' directories (NAME -> DIR) on the run's pipeline, for `pipeline_for`."""
+    pipe.__dict__["_drafter_variants"] = dict(drafters)
+
+
+def resolved_drafters(drafters: dict[str, str]) -> dict[str, str]:
+    """NAME -> absolute drafter directory (as the results key records it)."""
+    return {name: str(Path(path).resolve()) for name, path in drafters.items()}
 
 
 def own_reference(variant: str | None) -> bool:
@@ -148,11 +228,21 @@ def _load_variant(pipe: Pipeline, variant: str) -> Pipeline:
         compiled = getattr(run.model, "compiled", False)
         target = load_target(run.name, run.device, dtype, precision, v.weights or run.weights, compiled)
     block_size = v.block_size or pipe.block_size
-    other = Pipeline(target, pipe.drafter_spec, block_size, copy.copy(pipe.async_config), pipe.ar_drafter_spec,
-                     pipe.ar_draft_tokens)
+    other = Pipeline(target, _drafter_spec(pipe, v.drafter), block_size, copy.copy(pipe.async_config),
+                     pipe.ar_drafter_spec, pipe.ar_draft_tokens)
     other.draft_length = pipe.draft_length
     other.tree_branches = pipe.tree_branches
     return other
+
+
+def _drafter_spec(pipe: Pipeline, name: str | None) -> str | None:
+    """The drafter a variant runs: the directory registered under `name`, else the run's."""
+    if name is None:
+        return pipe.drafter_spec
+    drafters = pipe.__dict__.get("_drafter_variants", {})
+    if name not in drafters:
+        raise D3DError(f"unknown drafter variant '{name}' (register it with --drafter-variant {name}=DIR)")
+    return drafters[name]
 
 
 Runner = Callable[[Pipeline, Tensor, GenerationConfig], tuple[list[int], DecodeStats]]
