@@ -84,6 +84,23 @@ def default_dtype(device: torch.device) -> torch.dtype:
     return torch.bfloat16 if device.type == "cpu" and cpu_has_native_bf16() else torch.float32
 
 
+_WARNED_SLOW_DTYPE: set[torch.dtype] = set()
+
+
+def warn_slow_cpu_dtype(dtype: torch.dtype, device: torch.device) -> bool:
+    """Say once per process when a half dtype runs on a CPU without native half arithmetic: there
+    PyTorch's bfloat16 matrix products fall back to scalar code, 20-40x slower than float32, so
+    every time measured in it says more about the CPU than about decoding. True when it warned."""
+    if device.type != "cpu" or dtype not in (torch.bfloat16, torch.float16) or cpu_has_native_bf16():
+        return False
+    if dtype not in _WARNED_SLOW_DTYPE:
+        _WARNED_SLOW_DTYPE.add(dtype)
+        name = str(dtype).removeprefix("torch.")
+        print(f"[d3d] warning: {name} on a CPU without native half-precision arithmetic (no AVX512-BF16 or AMX): "
+              "it runs far slower than float32 here; --dtype auto picks float32 on this CPU", file=sys.stderr)
+    return True
+
+
 def resolve_dtype(name: str | torch.dtype | None, device: torch.device) -> torch.dtype:
     """A dtype from a `--dtype` value ("auto", "bfloat16", "float16", "float32") or a torch dtype."""
     if isinstance(name, torch.dtype):
@@ -175,6 +192,7 @@ def load_target(
     """
     device = torch.device(device) if device is not None else default_device()
     dtype = resolve_dtype(dtype, device)
+    warn_slow_cpu_dtype(dtype, device)
     chosen = parse_precision(precision, dtype)  # bad names fail before anything loads
     weights = check_weights(weights)
     model_dir = hub.resolve_model_dir(spec)

@@ -60,7 +60,7 @@ from d3d.training.losses import LossConfig
 from d3d.training.packing import Example, PackingConfig, load_examples
 from d3d.training.resolve import resolve_models
 from d3d.training.train import train
-from d3d.training.train_config import TrainConfig
+from d3d.training.train_config import MIXED_PRECISION, TrainConfig
 from d3d.training.validation import dev_losses, measure_tau
 
 LOG_NAME = "log.jsonl"
@@ -89,6 +89,7 @@ class PruneConfig:
     save_dtype: str = "float32"  # dtype of the chosen drafter's stored weights (bfloat16 halves the file)
     measure: str = "offline"  # tau for layer choice and stages: offline (simulated on greedy dev rows, seconds) or real
     select: str = "speedup"  # final stage: speedup (the fastest, timed) or shallowest (the last stage; no timing)
+    mixed_precision: str | None = None  # recovery training's autocast (None: the training run's; auto, bf16, fp16, no)
 
     def validate(self) -> None:
         if self.min_layers < 1:
@@ -99,6 +100,8 @@ class PruneConfig:
             raise D3DError(f"save dtype must be float32, bfloat16 or float16, got {self.save_dtype}")
         if self.measure not in ("offline", "real") or self.select not in ("speedup", "shallowest"):
             raise D3DError("measure must be offline or real, select speedup or shallowest")
+        if self.mixed_precision not in (None, *MIXED_PRECISION):
+            raise D3DError(f"mixed precision must be one of {', '.join(MIXED_PRECISION)}, got {self.mixed_precision}")
         if not self.select_dev:
             raise D3DError("pass --select-dev: a dev set for the checkpoint choice, disjoint from the layer-choice set")
 
@@ -189,6 +192,8 @@ class Pruner:
             log_file=None, mask_token_id=self.drafter_cfg.mask_token_id, block_size=self.drafter_cfg.block_size,
             lr=self.cfg.lr or settings.get("lr", 1e-4), freeze_embeddings=self.drafter_cfg.shared_embeddings,
         )
+        if self.cfg.mixed_precision is not None:
+            settings["mixed_precision"] = self.cfg.mixed_precision
         cfg = TrainConfig(**settings)
         cfg.validate()
         return cfg

@@ -42,6 +42,9 @@ def add_prune_parser(sub) -> None:
                         "target pass) or real (greedy decoding)")
     p.add_argument("--select", default="speedup", choices=["speedup", "shallowest"],
                    help="the stage kept: the fastest by measured speedup, or the shallowest reached (no timing)")
+    p.add_argument("--mixed-precision", default=None, choices=["auto", "bf16", "fp16", "no"],
+                   help="autocast of the recovery training (default: the drafter's training run's; bf16 is slow on a "
+                        "CPU without native bf16)")
     p.set_defaults(func=cmd_prune)
 
 
@@ -53,7 +56,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
         data=args.data, target=args.target, min_layers=args.min_layers, tau_floor=args.tau_floor,
         recovery_steps=args.recovery_steps, lr=args.lr, eval_prompts=args.eval_prompts,
         max_new_tokens=args.max_new_tokens, speed_prompts=args.speed_prompts, save_dtype=args.save_dtype,
-        measure=args.measure, select=args.select,
+        measure=args.measure, select=args.select, mixed_precision=args.mixed_precision,
     )
     print(f"drafter: {prune(cfg)}")
     return 0

@@ -80,3 +80,19 @@ def test_block_size_override_of_a_saved_drafter_warns_and_is_recorded(tiny_chat_
     assert "--block-size overrides" in capsys.readouterr().err and pipe.drafter.drafter.block_size == 4
     assert stats.as_dict()["block_size_override"] == "trained with B=8, running with B=4"
     assert "overridden" in pipe.drafter.description
+
+
+def test_a_half_dtype_on_a_cpu_without_it_is_warned_about_once(monkeypatch, capsys):
+    from d3d.inference import pipeline
+
+    cpu = torch.device("cpu")
+    monkeypatch.setattr(pipeline, "_WARNED_SLOW_DTYPE", set())
+    monkeypatch.setattr(pipeline, "cpu_has_native_bf16", lambda: False)
+    assert pipeline.warn_slow_cpu_dtype(torch.bfloat16, cpu) and pipeline.warn_slow_cpu_dtype(torch.bfloat16, cpu)
+    assert capsys.readouterr().err.count("bfloat16 on a CPU without native") == 1  # once per process
+    assert not pipeline.warn_slow_cpu_dtype(torch.float32, cpu)
+    assert not pipeline.warn_slow_cpu_dtype(torch.bfloat16, torch.device("cuda"))
+    assert pipeline.default_dtype(cpu) == torch.float32  # what --dtype auto picks on such a CPU
+    monkeypatch.setattr(pipeline, "cpu_has_native_bf16", lambda: True)
+    assert not pipeline.warn_slow_cpu_dtype(torch.bfloat16, cpu) and pipeline.default_dtype(cpu) == torch.bfloat16
+    assert capsys.readouterr().err == ""

@@ -160,3 +160,15 @@ def test_shallowest_selection_with_real_tau_keeps_the_last_stage_untimed(trained
     pruner = Pruner(prune_config(root, drafter_dir, output_dir=str(tmp_path / "p"), measure="real"))
     ablation = next(r for r in log if r["kind"] == "ablation" and r["layer"] == 0)
     assert ablation["tau"] == pytest.approx(pruner.tau(pruner.load(drafter_dir, [1, 2]), pruner.layer_dev))
+
+
+def test_recovery_keeps_the_runs_precision_unless_told(trained_drafter, tmp_path):
+    root, drafter_dir = trained_drafter
+    saved = json.loads((drafter_dir / "drafter_config.json").read_text())["drafter"]["training"]["mixed_precision"]
+    inherited = Pruner(prune_config(root, drafter_dir, output_dir=str(tmp_path / "a"))).train_cfg
+    assert inherited.mixed_precision == saved
+    override = "bf16" if saved != "bf16" else "no"
+    told = Pruner(prune_config(root, drafter_dir, output_dir=str(tmp_path / "b"), mixed_precision=override)).train_cfg
+    assert told.mixed_precision == override and told.lr == inherited.lr
+    with pytest.raises(D3DError, match="mixed precision"):
+        prune(prune_config(root, drafter_dir, output_dir=str(tmp_path / "c"), mixed_precision="fp8"))

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The issue-16 training data in runs/data/, rebuilt from the committed archives where missing
+# (docs/training.md "Data at scale"): the mix's shards unpacked, and the older code rows given the
+# target's top-8 by one teacher-forced pass. Used by scripts/train_mix.sh and scripts/prune_mix.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+for shard in mix mix_bf16 mix2_bf16; do  # the committed shards of the mix (and their later parts), unpacked where missing
+  if [ ! -f "runs/data/$shard.jsonl" ] && [ -f "data/smollm2/$shard.npz.xz" ]; then
+    mkdir -p runs/data
+    mapfile -t parts < <(ls data/smollm2/"$shard".part*.npz.xz 2>/dev/null | sort -V)
+    $PY -m d3d.training.data_archive unpack "data/smollm2/$shard.npz.xz" "${parts[@]}" "runs/data/$shard.jsonl"
+    cp "data/smollm2/$shard.meta.json" "runs/data/$shard.meta.json"
+  fi
+done
+for f in train train2; do  # the older code rows with the target's top-8 (one teacher-forced pass, d3d data --rescore)
+  $PY -m d3d.cli data --rescore "data/smollm2/$f.jsonl" --out "runs/data/${f}_top8.jsonl" --top-k-logits 8 \
+    --batch-size 16 --dtype float32 | tail -1
+done
