@@ -95,15 +95,25 @@ class TokenTree:
 
 
 def ranked_drafter_tokens(probs: Tensor, calibration: Calibration, top_k: int = DEFAULT_TOP_K) -> tuple[Tensor, Tensor]:
-    """The drafter's top_k tokens at each block position, ranked by calibrated acceptance.
+    """The drafter's top_k tokens at each block position, ranked by estimated acceptance.
 
     probs: [n, V], the drafter's distributions at positions 1..n. Returns scores, tokens [n, top_k]
-    (on the CPU), each row sorted by score descending; a position's scores are scaled to sum to at
-    most 1 (its tokens are exclusive events) and are 0 for tokens the drafter cannot propose.
+    (on the CPU), each row sorted by score descending; a position's scores sum to at most 1 (its
+    tokens are exclusive events) and are 0 for tokens the drafter cannot propose.
+
+    The calibration table describes the drafter's *top* token only (the rate at which the target
+    accepts it, by the drafter's confidence in it), so it scores the top token alone: a_1 =
+    calibrated(q_1). The others share what is left in the drafter's own proportions,
+    (1 - a_1) q_r / (1 - q_1): the chance the target's token is the r-th guess given that it is not
+    the first. (Reading a low-probability second guess through the table would give it the top
+    token's rate at that confidence, many times its own chance, and inflate the tree.) With the
+    identity calibration both are the drafter's probabilities.
     """
     top = probs.float().topk(min(top_k, probs.shape[-1]), -1)
-    values, tokens = top.values.cpu(), top.indices.cpu()  # [n, k]
-    rates = torch.stack([calibration.acceptance(values[:, r].contiguous()) for r in range(values.shape[1])], 1)
+    values, tokens = top.values.cpu(), top.indices.cpu()  # [n, k], values descending
+    first = calibration.acceptance(values[:, 0].contiguous())  # [n]
+    rest = values[:, 1:] / (1.0 - values[:, :1]).clamp(min=1e-6) * (1.0 - first)[:, None]
+    rates = torch.cat([first[:, None], rest], 1)
     rates = torch.where(values > 0, rates, torch.zeros_like(rates))
     rates = rates / rates.sum(1, keepdim=True).clamp(min=1.0)
     order = torch.sort(rates, dim=1, descending=True, stable=True).indices

@@ -58,12 +58,27 @@ def test_drafter_candidates_are_the_best_paths_in_order():
     assert all(abs(a - b) < 1e-6 for (_, a), (_, b) in zip(got, brute))
 
 
-def test_ranked_drafter_tokens_sorts_by_calibrated_score_and_drops_impossible_tokens():
+def test_ranked_drafter_tokens_calibrates_the_top_token_and_shares_the_rest_by_probability():
     probs = torch.tensor([[0.0, 0.7, 0.3, 0.0], [0.25, 0.25, 0.5, 0.0]])
     calibration = Calibration(edges=(0.0, 0.4, 1.0), accept=(0.6, 0.2), identity=False)  # low confidence accepted more
     scores, tokens = ranked_drafter_tokens(probs, calibration, top_k=3)
-    assert tokens[0, :2].tolist() == [2, 1] and scores[0].tolist()[:2] == pytest.approx([0.6, 0.2]) and scores[0, 2] == 0
-    assert scores[1].sum() <= 1.0 + 1e-6 and tokens[1, 2] == 2  # 0.6 + 0.6 + 0.2 scaled to sum to 1
+    # row 0: the top token (0.7) is accepted at 0.2; token 2 holds all the drafter's remaining mass: 0.8
+    assert tokens[0, :2].tolist() == [2, 1] and scores[0].tolist() == pytest.approx([0.8, 0.2, 0.0])
+    # row 1: top token 2 (0.5) at 0.2; tokens 0 and 1 (0.25 each) share 0.8 in the drafter's proportions
+    assert sorted(tokens[1, :2].tolist()) == [0, 1] and tokens[1, 2] == 2
+    assert scores[1].tolist() == pytest.approx([0.4, 0.4, 0.2])
+    identity, _ = ranked_drafter_tokens(probs, Calibration(), top_k=3)
+    assert identity.flatten().tolist() == pytest.approx([0.7, 0.3, 0.0, 0.5, 0.25, 0.25])  # no table: the probabilities
+
+
+def test_a_weak_second_guess_is_not_scored_at_the_top_tokens_rate():
+    """The calibration table is the top token's acceptance by confidence: reading a 2% second
+    guess through it (bin [0, 0.4) -> 0.5) would score it 25 times its chance and grow the tree."""
+    probs = torch.tensor([[0.9, 0.02, 0.02, 0.02, 0.02, 0.02]])
+    calibration = Calibration(edges=(0.0, 0.4, 1.0), accept=(0.5, 0.8), identity=False)
+    scores, tokens = ranked_drafter_tokens(probs, calibration, top_k=6)
+    assert tokens[0, 0] == 0 and scores[0, 0] == pytest.approx(0.8)
+    assert scores[0, 1:].tolist() == pytest.approx([0.2 * 0.02 / 0.1] * 5)  # (1 - 0.8) x 0.02 / (1 - 0.9) = 0.04
 
 
 def test_merged_trie_layout_is_depth_first_with_shared_nodes_flagged():
