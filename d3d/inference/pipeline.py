@@ -87,11 +87,17 @@ def default_dtype(device: torch.device) -> torch.dtype:
 _WARNED_SLOW_DTYPE: set[torch.dtype] = set()
 
 
+def half_is_slow(dtype: torch.dtype, device: torch.device) -> bool:
+    """Whether `dtype` is a half dtype on a CPU without native half arithmetic: there PyTorch's
+    bfloat16 matrix products fall back to scalar code, 20-40x slower than float32 (decoding and
+    training autocast alike)."""
+    return device.type == "cpu" and dtype in (torch.bfloat16, torch.float16) and not cpu_has_native_bf16()
+
+
 def warn_slow_cpu_dtype(dtype: torch.dtype, device: torch.device) -> bool:
-    """Say once per process when a half dtype runs on a CPU without native half arithmetic: there
-    PyTorch's bfloat16 matrix products fall back to scalar code, 20-40x slower than float32, so
-    every time measured in it says more about the CPU than about decoding. True when it warned."""
-    if device.type != "cpu" or dtype not in (torch.bfloat16, torch.float16) or cpu_has_native_bf16():
+    """Say once per process when `half_is_slow`: every time measured in it says more about the CPU
+    than about decoding. True when the dtype is slow here (warned now or before)."""
+    if not half_is_slow(dtype, device):
         return False
     if dtype not in _WARNED_SLOW_DTYPE:
         _WARNED_SLOW_DTYPE.add(dtype)

@@ -251,13 +251,14 @@ def test_draft_vocab_from_init_keeps_the_init_drafters_ids_and_data_re_ranks_the
 
 
 def test_half_precision_on_a_cpu_without_it_is_warned_about(monkeypatch):
+    from d3d.inference import pipeline
     from d3d.training import train as train_module
 
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
-    monkeypatch.setattr(train_module, "cpu_has_native_bf16", lambda: False)
+    monkeypatch.setattr(pipeline, "cpu_has_native_bf16", lambda: False)
     assert "20-40x slower" in train_module.slow_precision_warning("bf16", cpu)
     assert "fp16" in train_module.slow_precision_warning("fp16", cpu)
     assert train_module.slow_precision_warning("no", cpu) is None
     assert train_module.slow_precision_warning("bf16", cuda) is None
-    monkeypatch.setattr(train_module, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(pipeline, "cpu_has_native_bf16", lambda: True)
     assert train_module.slow_precision_warning("bf16", cpu) is None
