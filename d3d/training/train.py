@@ -163,7 +163,8 @@ class Trainer:
         if self.cfg.max_steps:
             return self.cfg.max_steps
         n, accum = self.accelerator.num_processes, self.cfg.grad_accum
-        return sum(steps_per_epoch(self.sampler, e, n, accum) for e in range(self.cfg.epochs))
+        skipped = math.ceil(self.cfg.start_batch / n / accum)  # epoch 0 starts part-way through (start_batch)
+        return sum(steps_per_epoch(self.sampler, e, n, accum) for e in range(self.cfg.epochs)) - skipped
 
     def _scheduler(self, optimizer):
         from transformers import get_cosine_with_min_lr_schedule_with_warmup
@@ -182,6 +183,7 @@ class Trainer:
         self._check_config(resuming=latest is not None)
         self.accelerator.wait_for_everyone()
         if latest is None:
+            self.progress.batches = self._start_batch()
             self.log.start(None)
             self.log.write({"kind": "data", "step": 0, **self.data_report, "total_steps": self.total_steps})
             return
@@ -194,6 +196,17 @@ class Trainer:
         self.log.write({"kind": "resume", "step": self.progress.step, "checkpoint": latest.name,
                         "total_steps": self.total_steps})  # the schedule from here on (--max-steps may change it)
         self.say(f"resumed from {latest} (step {self.progress.step}, epoch {self.progress.epoch})")
+
+    def _start_batch(self) -> int:
+        """Micro-batches of epoch 0 this process skips at a fresh start (`start_batch`, checked against the data)."""
+        planned = math.ceil(len(self.sampler.plan(0)) / self.accelerator.num_processes)
+        start = math.ceil(self.cfg.start_batch / self.accelerator.num_processes)
+        if start >= planned:
+            raise D3DError(f"start batch {self.cfg.start_batch} is not inside the first pass "
+                           f"({len(self.sampler.plan(0))} micro-batches of this data)")
+        if start:
+            self.say(f"starting the first pass at micro-batch {self.cfg.start_batch} (start_batch)")
+        return start
 
     def _remove_partial_saves(self) -> None:
         for partial in (self.out / "checkpoints").glob(".*.partial"):

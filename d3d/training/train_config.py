@@ -69,6 +69,7 @@ class TrainConfig:
     mixed_precision: str = "auto"  # auto (bf16 on a GPU that supports it, else no), bf16, fp16 or no
     loss_chunk_rows: int = 256  # rows per chunk of the vocabulary projection
     seed: int = 0  # data order and anchor sampling
+    start_batch: int = 0  # micro-batches of epoch 0 skipped by a fresh run: continue another run's data order (its steps x grad_accum, one process)
     output_dir: str = "runs/drafter"  # checkpoints, log and the trained drafter
     save_every: int = 500  # optimizer steps between checkpoints (0 = only at the end)
     keep_checkpoints: int = 2  # checkpoints kept on disk (oldest deleted first)
@@ -109,6 +110,7 @@ class TrainConfig:
             (self.max_length >= 4, "max length must be at least 4"),
             (self.lr > 0 and 0 <= self.min_lr_ratio <= 1, "lr must be > 0 and min lr ratio in [0, 1]"),
             (self.epochs >= 1 and self.max_steps >= 0 and self.max_cpu_s >= 0, "epochs must be >= 1, max steps and max cpu s >= 0"),
+            (self.start_batch >= 0, "start batch must be >= 0"),
             (self.batch_size >= 1 and self.grad_accum >= 1, "batch size and grad accum must be >= 1"),
             (self.max_batch_tokens >= 0 and self.grad_clip >= 0, "max batch tokens and grad clip must be >= 0"),
             (self.mixed_precision in MIXED_PRECISION, f"mixed precision must be one of {', '.join(MIXED_PRECISION)}"),

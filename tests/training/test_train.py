@@ -106,6 +106,28 @@ def test_resume_after_interrupt_reproduces_the_uninterrupted_run(tmp_path, tiny_
     assert sorted(p.name for p in (tmp_path / "split/checkpoints").iterdir()) == ["step-00000003", "step-00000006"]
 
 
+def test_start_batch_continues_another_runs_data_order(tmp_path, tiny_llama_dir, monkeypatch):
+    """A fresh run with start_batch k trains on the micro-batches a run that stopped after k would see next."""
+    forward, seen = DrafterObjective.forward, []
+
+    def recording_forward(self, **batch):
+        seen.append(batch["input_ids"].clone())
+        return forward(self, **batch)
+
+    monkeypatch.setattr(DrafterObjective, "forward", recording_forward)
+    settings = dict(grad_accum=2, keep_checkpoints=1)  # 20 rows / 2 = 10 micro-batches = 5 steps per epoch
+    train(tiny_config(tmp_path, tiny_llama_dir, output_dir=str(tmp_path / "whole"), max_steps=7, **settings))
+    whole, seen[:] = list(seen), []
+    train(tiny_config(tmp_path, tiny_llama_dir, output_dir=str(tmp_path / "later"), max_steps=4, start_batch=6, **settings))
+    assert len(seen) == 8 and all(torch.equal(a, b) for a, b in zip(seen, whole[6:14]))  # epoch 0's rest, then epoch 1
+    assert [r["epoch"] for r in records(tmp_path / "later", "train")] == [0, 0, 1, 1]
+    seen[:] = []
+    train(tiny_config(tmp_path, tiny_llama_dir, output_dir=str(tmp_path / "derived"), max_steps=0, start_batch=6, **settings))
+    assert len(records(tmp_path / "derived", "train")) == 2 and len(seen) == 4  # one epoch less its first 3 steps
+    with pytest.raises(D3DError, match="start batch 10 is not inside the first pass"):
+        train(tiny_config(tmp_path, tiny_llama_dir, output_dir=str(tmp_path / "past"), start_batch=10, **settings))
+
+
 def test_bad_input_fails_with_one_line_errors(tmp_path, tiny_llama_dir):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
