@@ -11,7 +11,8 @@ timeline, the budget sweep and the pruning curve (`results_optional.py`).
 A section is a list of commands, each run as a subprocess exactly as the page shows it
 (`results_steps.py`). A command's output is kept under `runs/results/<section>/` once it exits
 cleanly, and a command whose output exists is not run again: an interrupted run resumes (the
-benchmarks also resume prompt by prompt), a finished one only renders. A command that fails is
+benchmarks also resume prompt by prompt), a finished one only renders (to measure a section again,
+after shipping a new drafter say, move its folder away). A command that fails is
 recorded, reported on the page with the end of its log, and tried again next time; the other
 commands and sections still run. Progress goes to stderr as each section and command starts and
 ends. The page is rendered from every output that exists, whichever sections this run ran: a
@@ -180,9 +181,10 @@ def status_table(cfg: ResultsConfig, sections: list[Section], outputs: Outputs, 
         done, failed = sum(o.measured for o in outs.values()), sum(o.failure is not None for o in outs.values())
         wall = sum(o.meta.get("wall_s") or 0 for o in outs.values() if o.measured)
         state = "failed" if section.name in errors or failed else ("measured" if done == len(outs) else "not measured yet")
+        commits = sorted({o.meta.get("commit", "unknown") for o in outs.values() if o.measured})
         rows.append([f"[{section.name}](#{anchor(section.title)})", f"{done}/{len(outs)}", state,
-                     fmt(wall / 60, ".0f", " min") if done else "-"])
-    return md_table(["section", "commands measured", "state", "wall time"], rows) + [""]
+                     fmt(wall / 60, ".0f", " min") if done else "-", ", ".join(commits) or "-"])
+    return md_table(["section", "commands measured", "state", "wall time", "measured at commit"], rows) + [""]
 
 
 def anchor(title: str) -> str:

@@ -202,7 +202,9 @@ def test_measured_outputs_are_not_run_again_and_only_runs_some_sections(cfg):
     make_results(cfg, only="demo,cost", execute=fake)
     assert {k.split("/")[0] for k in fake.ran} == {"demo", "cost"}
     text = Path(cfg.page).read_text()
-    assert "| [table](#speed-table-humaneval-and-mixed) | 0/2 | not measured yet | - |" in text  # the page still shows every section
+    assert "| [table](#speed-table-humaneval-and-mixed) | 0/2 | not measured yet | - | - |" in text  # the page still shows every section
+    commit = json.loads((Path(cfg.runs_dir) / "demo" / "demo.step.json").read_text())["commit"]
+    assert f"| [demo](#make-demo) | 1/1 | measured | 0 min | {commit} |" in text  # which commit each section measured
     assert "`humaneval` is not measured yet: `python -m d3d.evaluation.results --only table`" in text
     before = Path(cfg.page).read_text()
     fake.ran.clear()
