@@ -199,11 +199,11 @@ class Trainer:
 
     def _start_batch(self) -> int:
         """Micro-batches of epoch 0 this process skips at a fresh start (`start_batch`, checked against the data)."""
-        planned = math.ceil(len(self.sampler.plan(0)) / self.accelerator.num_processes)
-        start = math.ceil(self.cfg.start_batch / self.accelerator.num_processes)
-        if start >= planned:
+        batches = len(self.sampler.plan(0))
+        if self.cfg.start_batch and self.cfg.start_batch >= batches:
             raise D3DError(f"start batch {self.cfg.start_batch} is not inside the first pass "
-                           f"({len(self.sampler.plan(0))} micro-batches of this data)")
+                           f"({batches} micro-batches of this data)")
+        start = math.ceil(self.cfg.start_batch / self.accelerator.num_processes)
         if start:
             self.say(f"starting the first pass at micro-batch {self.cfg.start_batch} (start_batch)")
         return start
