@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import copy
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +51,8 @@ from torch import Tensor
 
 from d3d.errors import D3DError
 from d3d.inference.engine import DecodeStats, GenerationConfig
-from d3d.inference.pipeline import DTYPES, Pipeline, load_target
+from d3d.inference.draft_length import ACCEPTANCE_FILE
+from d3d.inference.pipeline import DTYPES, Pipeline, load_target, shipped_drafter_dir
 from d3d.models.drafter import is_drafter_dir
 from d3d.models.quantize import WEIGHT_FORMATS
 
@@ -167,8 +169,28 @@ def check_drafter_modes(modes: tuple[str, ...], drafters: dict[str, str]) -> Non
 
 
 def use_drafter_variants(pipe: Pipeline, drafters: dict[str, str]) -> None:
-    """Register the drafter variants' directories (NAME -> DIR) on the run's pipeline, for `pipeline_for`."""
+    """Register the drafter variants' directories (NAME -> DIR) on the run's pipeline, for `pipeline_for`,
+    and warn on stderr where a variant's calibration differs in kind from the run drafter's."""
     pipe.__dict__["_drafter_variants"] = dict(drafters)
+    if drafters:
+        run_dir = Path(pipe.drafter_spec) if pipe.drafter_spec else shipped_drafter_dir(pipe.target)
+        for warning in calibration_warnings(run_dir, drafters):
+            print(f"[d3d] warning: {warning}", file=sys.stderr)
+
+
+def calibration_warnings(run_dir: Path | None, drafters: dict[str, str]) -> list[str]:
+    """One line per drafter variant that has an acceptance table where the run's drafter has none, or
+    the reverse: the verification length of one is chosen from calibrated acceptance, of the other
+    from raw confidences, so their t_d, t_v and speed are not like for like."""
+    def calibrated(directory: Path | str | None) -> bool:
+        return directory is not None and (Path(directory) / ACCEPTANCE_FILE).is_file()
+
+    run_has = calibrated(run_dir)
+    return [f"drafter variant '{name}' ({path}) {'has no' if run_has else 'has an'} {ACCEPTANCE_FILE} and the "
+            f"run's drafter {'has one' if run_has else 'has none'}: their verification lengths are chosen "
+            "differently (a calibration table against raw confidences), so their speeds are not like for like; "
+            f"`d3d eval-drafter --drafter DIR --data DEV.jsonl --save` writes the table"
+            for name, path in drafters.items() if calibrated(path) != run_has]
 
 
 def resolved_drafters(drafters: dict[str, str]) -> dict[str, str]:

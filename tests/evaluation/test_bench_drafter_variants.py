@@ -14,7 +14,7 @@ from d3d.errors import D3DError
 from d3d.evaluation.bench import BenchConfig, run_bench
 from d3d.evaluation.bench_summary import format_table, summarize
 from d3d.evaluation.variants import (
-    Variant, check_drafter_modes, cross_target, drafter_variant_of, parse_drafter_variants, parse_variant, reference_of,
+    Variant, calibration_warnings, check_drafter_modes, cross_target, drafter_variant_of, parse_drafter_variants, parse_variant, reference_of,
     split_variant, with_references,
 )
 
@@ -124,6 +124,21 @@ def test_cli_flag_is_repeatable():
 
     args = build_parser().parse_args(["bench", "--drafter-variant", "a=x", "--drafter-variant", "b=y"])
     assert args.drafter_variants == ["a=x", "b=y"]
+
+
+def test_a_variant_calibrated_unlike_the_run_drafter_is_warned_about(tmp_path):
+    """A drafter folder without acceptance.json picks its verification lengths from raw confidences:
+    compared with a calibrated run drafter, its t_d, t_v and speed differ for that reason alone."""
+    run_dir = fake_drafter_dir(tmp_path / "run")
+    bare, calibrated = fake_drafter_dir(tmp_path / "bare"), fake_drafter_dir(tmp_path / "cal")
+    (calibrated / "acceptance.json").write_text("{}")
+    assert calibration_warnings(run_dir, {"a": str(bare)}) == []  # neither has a table
+    assert "has an acceptance.json" in calibration_warnings(run_dir, {"b": str(calibrated)})[0]
+    (run_dir / "acceptance.json").write_text("{}")
+    warnings = calibration_warnings(run_dir, {"a": str(bare), "b": str(calibrated)})
+    assert len(warnings) == 1 and "'a'" in warnings[0] and "has no acceptance.json" in warnings[0]
+    assert "eval-drafter" in warnings[0] and "--save" in warnings[0]
+    assert calibration_warnings(None, {"b": str(calibrated)})[0].startswith("drafter variant 'b'")  # no run drafter dir
 
 
 # --- summary and table (pure) ----------------------------------------------------------------

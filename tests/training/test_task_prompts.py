@@ -1,0 +1,78 @@
+"""Tests for d3d.training.task_prompts: HumanEval-shaped tasks whose examples are right, deterministic files."""
+
+from __future__ import annotations
+
+import doctest
+import random
+import re
+
+import pytest
+
+from d3d.training import task_prompts
+
+CODE_BLOCK = re.compile(r"```python\n(.*)```", re.S)
+
+
+def stub_code(prompt: str) -> str | None:
+    match = CODE_BLOCK.search(prompt)
+    return match.group(1) if match and prompt.startswith("Complete the following") else None
+
+
+def test_the_same_seed_gives_the_same_file_and_another_seed_another(tmp_path):
+    a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    for path, seed in ((a, 0), (b, 0), (c, 1)):
+        assert task_prompts.main(["--out", str(path), "--count", "80", "--seed", str(seed)]) == 0
+    assert a.read_bytes() == b.read_bytes() != c.read_bytes()
+
+
+def test_ids_unique_prompts_distinct_and_both_shapes_present():
+    rows = task_prompts.build_tasks(400, seed=5, id_prefix="t5-")
+    assert len(rows) == 400 and all(r["kind"] == "code" and r["id"].startswith("t5-") for r in rows)
+    assert len({r["id"] for r in rows}) == len({r["prompt"] for r in rows}) == 400
+    stubs = [r for r in rows if stub_code(r["prompt"])]
+    assert 0.55 < len(stubs) / len(rows) < 0.85  # mostly stubs, some plain requests
+    names = {re.search(r"def (\w+)\(", stub_code(r["prompt"])).group(1) for r in stubs}
+    assert len(names) > 100  # many different tasks, not one task with different numbers
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 7])
+def test_every_tasks_examples_pass_as_doctests_against_its_reference(k):
+    """Each stub is valid Python and its `>>>` examples are what the reference solution returns."""
+    r = random.Random(k)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    checked = 0
+    for task in task_prompts.all_tasks(k):
+        for _ in range(6):
+            code = stub_code(task_prompts.render(task, r))
+            if code is None:
+                continue  # a plain request has no examples
+            namespace: dict = {}
+            exec(compile(code, task.name, "exec"), namespace)  # the stub (signature and docstring) parses
+            stub = namespace[task.name]
+            test = doctest.DocTestParser().get_doctest(stub.__doc__, {task.name: task.solve}, task.name, None, 0)
+            assert test.examples, code
+            result = runner.run(test, out=lambda _: None)
+            assert result.failed == 0, code
+            checked += 1
+    assert checked > 50
+
+
+def test_descriptions_name_renamed_one_letter_arguments():
+    task = next(t for t in task_prompts.all_tasks(3) if t.name == "largest_prime_factor")
+    checked: set[str] = set()
+    for seed in range(40):
+        prompt = task_prompts.render(task, random.Random(seed))
+        signature = re.search(r"largest_prime_factor\((\w+):", prompt)
+        if signature is None:
+            continue  # a request that names the function without its arguments
+        arg = signature.group(1)
+        checked.add(arg)
+        assert re.search(rf"\b{arg}\b greater than 1", prompt), prompt
+    assert len(checked) > 1  # the argument was renamed in some prompts
+
+
+def test_a_count_below_one_is_refused_in_one_line(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        task_prompts.main(["--out", "unused.jsonl", "--count", "0"])
+    assert exit_info.value.code == 2
+    assert "count must be at least 1" in capsys.readouterr().err
