@@ -5,6 +5,8 @@
 # (e.g. --max-steps 6000 to extend, which changes the schedule: see docs/training.md).
 # RECIPE=recipes/smollm2-d3d-mix2.yaml runs the second continued run (adds the bf16 shard);
 # RECIPE=recipes/smollm2-d3d-mix4.yaml the fourth (adds the second prompt file's shard, mix2_bf16).
+# RECIPE=recipes/smollm2-d3d-mix6.yaml the sixth (adds the HumanEval-shaped task answers, tasks_bf16);
+# RECIPE=recipes/smollm2-d3d-mix7.yaml the seventh (all task answers, twice, with mix2_bf16).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python

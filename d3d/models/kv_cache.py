@@ -4,7 +4,8 @@ One preallocated buffer per model holds keys and values for every layer and a ba
 sequences, plus the position and validity of every cached column (left padding makes columns
 invalid). Only clean (committed or speculatively committed) tokens are ever written; block rows
 of a drafting pass are attended to but never cached. `crop` drops the tail after a rejection;
-`keep_columns` keeps only the accepted path of a token tree, compacted to contiguous columns.
+`keep_columns` keeps only the accepted path of a token tree, compacted to contiguous columns;
+`keep_rows` drops finished sequences from a batch.
 
 The cache knows nothing about tokens, drafting or verification: it stores tensors by column.
 """
@@ -112,6 +113,19 @@ class KVCache:
             self.positions[:, start : start + m] = self.positions.index_select(1, index)
             self.valid[:, start : start + m] = self.valid.index_select(1, index)
         self.crop(start + m)
+
+    def keep_rows(self, rows: list[int]) -> None:
+        """Keep only the sequences `rows` (ascending batch indices), in that order: a batch whose
+        finished rows are dropped stops paying for them in every later pass."""
+        if rows == list(range(self.batch)):
+            return
+        if not rows or rows != sorted(set(rows)) or rows[-1] >= self.batch:
+            raise ValueError(f"rows to keep must be distinct ascending indices below {self.batch}: {rows}")
+        index = torch.tensor(rows, device=self.keys.device)
+        self.keys = self.keys.index_select(1, index)
+        self.values = self.values.index_select(1, index)
+        self.positions = self.positions.index_select(0, index)
+        self.valid = self.valid.index_select(0, index)
 
     def reset(self) -> None:
         self.length = 0

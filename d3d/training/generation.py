@@ -2,6 +2,8 @@
 
 Prompts are left-padded into one batch; every row samples with its own seeded generator (so a row's
 response does not depend on its batch mates) and stops at its own end-of-turn token or budget.
+Finished rows leave the batch (`KVCache.keep_rows`) once enough of them have finished, so the long
+tail of a batch runs at the cost of the rows still writing, not of the whole batch.
 `TargetResponses` is the `ResponseSource` that answers prompts this way; an OpenAI-compatible
 server is the other (`endpoint.py`). This module knows nothing about prompt files or output files.
 """
@@ -75,7 +77,14 @@ class TokenPicker:
         probs = probs_from_logits(logits, self.sampling)
         return torch.stack([sample(probs[i], g) for i, g in enumerate(self.generators)])
 
+    def keep_rows(self, rows: list[int]) -> None:
+        """Keep the generators of rows `rows` only (the batch dropped the others)."""
+        if self.generators is not None:
+            self.generators = [self.generators[i] for i in rows]
 
+
+SHRINK_FRACTION = 8  # finished rows leave the batch once they are at least 1/8 of it (copying the
+# cache costs about one pass; a smaller fraction copies more often, a larger one computes more waste)
 LOGPROB_DECIMALS = 3  # stored top-k log-probabilities are rounded to this many decimals
 
 
@@ -95,18 +104,20 @@ class RowTracker:
         self.topk_ids: list[list[list[int]]] = [[] for _ in limits]
         self.topk_logprobs: list[list[list[float]]] = [[] for _ in limits]
 
-    def push(self, tokens: list[int], logits: Tensor | None = None) -> bool:
+    def push(self, tokens: list[int], logits: Tensor | None = None, rows: list[int] | None = None) -> bool:
         """Record one token per row (finished rows ignore theirs); True once every row is done.
 
+        `rows[j]` is the row that `tokens[j]` belongs to (default: j), for a batch that dropped rows.
         With `top_k`, `logits` [b, V] (the distribution each token was drawn from) gives the row's top-k.
         """
         ids, logprobs = top_logprobs(logits, self.top_k) if self.top_k and logits is not None else (None, None)
-        for i, token in enumerate(tokens):
+        for j, token in enumerate(tokens):
+            i = j if rows is None else rows[j]
             if self.reasons[i] is None:
                 self.tokens[i].append(token)
                 if ids is not None:
-                    self.topk_ids[i].append(ids[i])
-                    self.topk_logprobs[i].append(logprobs[i])
+                    self.topk_ids[i].append(ids[j])
+                    self.topk_logprobs[i].append(logprobs[j])
                 self.reasons[i] = self._reason(i, token)
         return all(r is not None for r in self.reasons)
 
@@ -117,8 +128,9 @@ class RowTracker:
             return "max_new_tokens" if self.limits[i] == self.max_new_tokens else "context"
         return None
 
-    def finished(self, device: torch.device) -> Tensor:
-        return torch.tensor([r is not None for r in self.reasons], device=device)
+    def finished(self, rows: list[int]) -> list[bool]:
+        """Whether each of `rows` is done."""
+        return [self.reasons[i] is not None for i in rows]
 
     def results(self) -> list[Generated]:
         if not self.top_k:
@@ -145,7 +157,8 @@ def generate_batch(
 ) -> list[Generated]:
     """Answer token prompts together: left padding, one cached pass per step, per-row stops.
 
-    Rows that are done keep being fed `pad_id` (their outputs are ignored) until all are done.
+    Rows that are done keep being fed `pad_id` (their outputs are ignored) until at least
+    `1 / SHRINK_FRACTION` of the batch is done; then they leave it (cache, generators, positions).
     When sampling, row i draws from a generator seeded with seeds[i] (default: i), so its tokens
     do not depend on the rest of the batch, up to float rounding. With `top_k_logits` = k > 0 each
     row also records the target's k likeliest tokens and their log-probabilities per position.
@@ -160,11 +173,20 @@ def generate_batch(
     pick = TokenPicker(sampling, seeds if seeds is not None else range(len(prompts)), dev)
     rows = RowTracker(limits, stop_ids, max_new_tokens, top_k_logits)
     positions = torch.tensor([len(p) for p in prompts], device=dev)
+    active = list(range(len(prompts)))  # the prompt index of each row still in the batch
     for step in range(max(limits)):
-        tokens = pick(logits)  # [b]
-        if rows.push(tokens.tolist(), logits):  # the one deliberate host sync per step
+        tokens = pick(logits)  # [b_active]
+        if rows.push(tokens.tolist(), logits, active):  # the one deliberate host sync per step
             break
-        feed = torch.where(rows.finished(dev), pad_id, tokens)
+        done = rows.finished(active)
+        if sum(done) * SHRINK_FRACTION >= len(active):
+            keep = [j for j, d in enumerate(done) if not d]
+            cache.keep_rows(keep)
+            pick.keep_rows(keep)
+            index = torch.tensor(keep, device=dev)
+            tokens, positions = tokens.index_select(0, index), positions.index_select(0, index)
+            active, done = [active[j] for j in keep], [False] * len(keep)
+        feed = torch.where(torch.tensor(done, device=dev), pad_id, tokens)
         logits = model(Rows.clean(feed[:, None], positions + step), cache)[:, -1]
     return rows.results()
 

@@ -73,6 +73,29 @@ def test_left_padded_batch_matches_single_sequences(model_dir):
     torch.testing.assert_close(out2[1, 0], ref_b[0, 7], atol=1e-4, rtol=1e-4)
 
 
+def test_dropping_rows_from_a_padded_batch_keeps_the_rest_exact(model_dir):
+    """`KVCache.keep_rows`: the kept rows continue exactly as they would have in the full batch."""
+    ours = load_decoder(model_dir)
+    g = torch.Generator().manual_seed(6)
+    prompts = [torch.randint(0, 97, (n,), generator=g) for n in (9, 4, 7)]
+    width = 9
+    batch = torch.stack([torch.cat([torch.zeros(width - len(p), dtype=torch.long), p]) for p in prompts])
+    valid = torch.stack([torch.arange(width) >= width - len(p) for p in prompts])
+    start = torch.tensor([len(p) - width for p in prompts])
+    nxt = torch.tensor([[3], [4], [5]])
+    with torch.no_grad():
+        cache = ours.new_cache(batch=3)
+        ours(Rows.clean(batch, start, valid=valid), cache)
+        full = ours(Rows.clean(nxt, torch.tensor([9, 4, 7])), cache)
+        cache.crop(width)
+        cache.keep_rows([0, 2])
+        assert cache.batch == 2
+        kept = ours(Rows.clean(nxt[[0, 2]], torch.tensor([9, 7])), cache)
+        with pytest.raises(ValueError, match="ascending"):
+            cache.keep_rows([1, 0])
+    torch.testing.assert_close(kept, full[[0, 2]], atol=1e-5, rtol=1e-5)
+
+
 def test_block_rows_see_only_prefix_before_anchor_and_own_block(tiny_llama_dir):
     """Two blocks packed with clean rows give the logits of each block run alone on its prefix."""
     ours = load_decoder(tiny_llama_dir).double()

@@ -85,6 +85,28 @@ def test_batched_greedy_matches_one_prompt_at_a_time(tiny_llama_dir):
     assert batched[0].tokens[-1] == stop and len(batched[0].tokens) <= 5
 
 
+def test_finished_rows_leave_the_batch(tiny_llama_dir):
+    """Once an eighth of the batch is done, later passes run on the unfinished rows only, and every
+    row's tokens and top-k stay those of the row answered alone."""
+    model = load_decoder(tiny_llama_dir, dtype=torch.float64)
+    prompts = random_prompts([3, 9, 5, 12, 1, 6, 4, 8, 2, 7], seed=5)
+    greedy = SamplingConfig()
+    free = [generate_batch(model, [p], 12, greedy, frozenset())[0].tokens for p in prompts]
+    stops = frozenset({free[0][2], free[3][6]})
+    alone = [generate_batch(model, [p], 12, greedy, stops, top_k_logits=3)[0] for p in prompts]
+    widths: list[int] = []
+    hook = model.register_forward_pre_hook(lambda module, args: widths.append(args[1].batch))
+    try:
+        batched = generate_batch(model, prompts, 12, greedy, stops, top_k_logits=3)
+    finally:
+        hook.remove()
+    assert [b.tokens for b in batched] == [a.tokens for a in alone]
+    assert [b.topk_ids for b in batched] == [a.topk_ids for a in alone]
+    assert widths == sorted(widths, reverse=True) and widths[0] == len(prompts)
+    unfinished = [sum(len(a.tokens) > step for a in alone) for step in range(len(widths))]
+    assert widths[-1] < len(prompts) and all(w >= u for w, u in zip(widths, unfinished))
+
+
 def test_batched_sampling_matches_single_rows_with_their_seeds(tiny_llama_dir):
     model = load_decoder(tiny_llama_dir, dtype=torch.float64)
     prompts, seeds = random_prompts([4, 7, 2], seed=2), [11, 12, 13]
