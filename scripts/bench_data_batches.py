@@ -1,6 +1,6 @@
 """Batched generation with and without dropping finished rows, interleaved on the same batches.
 
-`generate_batch` drops a batch's finished rows once they are 1/8 of it (`SHRINK_FRACTION`); 0
+`generate_batch` drops a batch's finished rows once they are 1/8 of it (its `shrink_fraction`); 0
 keeps every row to the end (the behaviour before). Both settings answer the same batches of the
 same prompts in turn (greedy, so the outputs must be identical up to bfloat16 near ties); prints a
 table, then one JSON line.
@@ -18,7 +18,6 @@ import torch
 
 from d3d.inference.pipeline import load_target
 from d3d.inference.sampling import SamplingConfig
-from d3d.training import generation
 from d3d.training.generation import generate_batch, pad_token_id
 from d3d.training.prompts import read_prompt_jsonl
 
@@ -44,9 +43,9 @@ def main() -> None:
         batch = prompts[b * args.batch_size : (b + 1) * args.batch_size]
         order = list(settings) if b % 2 == 0 else list(reversed(settings))
         for name in order:
-            generation.SHRINK_FRACTION = settings[name]
             t0 = time.perf_counter()
-            outs = generate_batch(model, batch, args.max_new_tokens, SamplingConfig(), stops, pad_id=pad)
+            outs = generate_batch(model, batch, args.max_new_tokens, SamplingConfig(), stops, pad_id=pad,
+                                  shrink_fraction=settings[name])
             seconds[name] += time.perf_counter() - t0
             tokens[name] += sum(len(o.tokens) for o in outs)
             outputs[name] += [o.tokens for o in outs]

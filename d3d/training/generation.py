@@ -154,11 +154,13 @@ def generate_batch(
     seeds: Sequence[int] | None = None,
     pad_id: int = 0,
     top_k_logits: int = 0,
+    shrink_fraction: int = SHRINK_FRACTION,
 ) -> list[Generated]:
     """Answer token prompts together: left padding, one cached pass per step, per-row stops.
 
     Rows that are done keep being fed `pad_id` (their outputs are ignored) until at least
-    `1 / SHRINK_FRACTION` of the batch is done; then they leave it (cache, generators, positions).
+    `1 / shrink_fraction` of the batch is done; then they leave it (cache, generators, positions).
+    `shrink_fraction` 0 keeps every row to the end.
     When sampling, row i draws from a generator seeded with seeds[i] (default: i), so its tokens
     do not depend on the rest of the batch, up to float rounding. With `top_k_logits` = k > 0 each
     row also records the target's k likeliest tokens and their log-probabilities per position.
@@ -179,7 +181,7 @@ def generate_batch(
         if rows.push(tokens.tolist(), logits, active):  # the one deliberate host sync per step
             break
         done = rows.finished(active)
-        if sum(done) * SHRINK_FRACTION >= len(active):
+        if shrink_fraction > 0 and sum(done) * shrink_fraction >= len(active):
             keep = [j for j, d in enumerate(done) if not d]
             cache.keep_rows(keep)
             pick.keep_rows(keep)

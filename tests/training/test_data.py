@@ -106,6 +106,24 @@ def test_finished_rows_leave_the_batch(tiny_llama_dir):
     unfinished = [sum(len(a.tokens) > step for a in alone) for step in range(len(widths))]
     assert widths[-1] < len(prompts) and all(w >= u for w, u in zip(widths, unfinished))
 
+def test_shrink_fraction_zero_keeps_every_row_to_the_end(tiny_llama_dir):
+    """`shrink_fraction=0` (the behaviour before shrinking, which the data benchmark compares
+    against) runs every pass at the full batch width and gives the same tokens."""
+    model = load_decoder(tiny_llama_dir, dtype=torch.float64)
+    prompts = random_prompts([3, 9, 5, 12, 1, 6], seed=5)
+    free = generate_batch(model, prompts[:1], 10, SamplingConfig(), frozenset())[0].tokens
+    stops = frozenset({free[1]})
+    widths: list[int] = []
+    hook = model.register_forward_pre_hook(lambda module, args: widths.append(args[1].batch))
+    try:
+        kept = generate_batch(model, prompts, 10, SamplingConfig(), stops, shrink_fraction=0)
+    finally:
+        hook.remove()
+    shrunk = generate_batch(model, prompts, 10, SamplingConfig(), stops)
+    assert [k.tokens for k in kept] == [s.tokens for s in shrunk]
+    assert kept[0].finish_reason == "eos" and len(kept[0].tokens) <= 2 and set(widths) == {len(prompts)}
+
+
 
 def test_batched_sampling_matches_single_rows_with_their_seeds(tiny_llama_dir):
     model = load_decoder(tiny_llama_dir, dtype=torch.float64)
