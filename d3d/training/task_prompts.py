@@ -10,14 +10,21 @@ HumanEval ask for. This module composes such puzzles from a grammar instead:
     numbers   digit and divisor arithmetic (digit sums, primes, gcd, Collatz steps, base conversion ...)
     sequences list utilities (running sums, rotation, chunks, windows, merging, frequencies ...)
 
-Every task has a reference implementation here, used only to compute the docstring's examples
-(`>>> f(x)` followed by its value, as in HumanEval); the target writes the code. Names, argument
-names, type-hint style, phrasing, constants and example inputs vary with a seeded generator, so one
-seed gives thousands of distinct prompts. Most prompts are stubs to complete, worded exactly as the
-bench's HumanEval suite asks; the rest are plain requests. HumanEval itself is held out later by
-`d3d data`'s decontamination. The same `--seed` gives the same file, byte for byte.
+`task_families.py` adds more families (mappings, grids, pairs, floats, more text, ordering, small
+puzzles); `--families` picks the first four ("old", the default), the new ones ("new") or both ("all").
+
+Every task has a reference implementation, used only to compute the docstring's examples; the target
+writes the code. With `--families old` every example is HumanEval's `>>> f(x)` followed by its value,
+exactly as the first file was written; with `new` or `all` 60% are, and the rest use HumanEval's other
+shapes (`f(x) ==> value`, `f(x) == value`, `f(x) -> value`, `f(x) ➞ value`, "For x = 1 the output
+should be 2"). Names, argument names, type-hint style, phrasing, constants and example inputs vary
+with a seeded generator, so one seed gives thousands of distinct prompts. Most prompts are stubs to
+complete, worded exactly as the bench's HumanEval suite asks; the rest are plain requests. HumanEval
+itself is held out later by `d3d data`'s decontamination. The same arguments give the same file,
+byte for byte.
 
     python -m d3d.training.task_prompts --out data/task_prompts.jsonl --count 6000 --seed 0
+    python -m d3d.training.task_prompts --out data/task_prompts2.jsonl --count 6000 --seed 1 --families new
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from d3d.errors import D3DError
+from d3d.training.task_families import WORDS, Task, extra_tasks, int_list, is_prime, sentence
 
 STUB_TEMPLATE = (  # the bench's HumanEval wording (d3d/evaluation/suites.py), so training sees that shape
     "Complete the following Python function. Reply with the full function in a Python code block."
@@ -44,34 +52,6 @@ REQUEST_TEMPLATES = (
     "I need a Python function called `{name}`. {what} Can you write it, with a docstring?",
 )
 STUB_SHARE = 0.7  # the rest are plain requests
-
-
-@dataclass(frozen=True)
-class Task:
-    """One puzzle: its name, typed arguments, what it does, a reference solution and example inputs."""
-
-    name: str
-    args: tuple[tuple[str, str], ...]  # (argument name, type hint)
-    returns: str
-    what: str  # one or two sentences, "Return ..." style
-    solve: Callable
-    example: Callable[[random.Random], tuple]
-
-
-def is_prime(n: int) -> bool:
-    return n > 1 and all(n % d for d in range(2, math.isqrt(n) + 1))
-
-
-def int_list(r: random.Random, lo: int = -20, hi: int = 40) -> list[int]:
-    return [r.randint(lo, hi) for _ in range(r.randint(3, 8))]
-
-
-WORDS = ("apple", "river", "level", "stone", "moon", "noon", "python", "code", "tree", "radar", "light", "sky",
-         "garden", "book", "data", "cloud", "piano", "zebra", "orange", "civic", "bread", "window", "echo", "star")
-
-
-def sentence(r: random.Random) -> str:
-    return " ".join(r.choice(WORDS) for _ in range(r.randint(2, 6)))
 
 
 def conditions(k: int) -> list[tuple[str, str, str, Callable[[int], bool]]]:
@@ -285,23 +265,60 @@ def all_tasks(k: int) -> list[Task]:
     return list_tasks(k) + string_tasks(k) + number_tasks(k) + sequence_tasks(k)
 
 
+FAMILIES = ("old", "new", "all")  # this module's families, task_families' or both
+
+
+def tasks_of(families: str, k: int) -> list[Task]:
+    """The catalogue of `families` (one of FAMILIES) with the constant k."""
+    if families not in FAMILIES:
+        raise D3DError(f"families must be one of {', '.join(FAMILIES)}, got {families!r}")
+    return (all_tasks(k) if families != "new" else []) + (extra_tasks(k) if families != "old" else [])
+
+
+@dataclass(frozen=True)
+class ExampleFormat:
+    """One way HumanEval's docstrings show examples: an optional heading line, then one entry each."""
+
+    name: str
+    heading: str  # the line above the examples ("" for none)
+    entry: str  # one example, from {call}, {value} (the result's repr) and {inputs} ("xs = [1], k = 2")
+    weight: float  # share of the stubs when the formats are mixed
+
+
+EXAMPLE_FORMATS = (
+    ExampleFormat("doctest", "", ">>> {call}\n    {value}", 0.6),
+    ExampleFormat("long_arrow", "For example:", "{call} ==> {value}", 0.08),
+    ExampleFormat("equals", "Example:", "{call} == {value}", 0.08),
+    ExampleFormat("arrow", "Examples:", "{call} -> {value}", 0.08),
+    ExampleFormat("heavy_arrow", "Examples:", "{call} \u279e {value}", 0.08),
+    ExampleFormat("prose", "Examples:", "For {inputs} the output should be {value}", 0.08),
+)
+DOCTEST = EXAMPLE_FORMATS[0]  # the only format of the first file (--families old)
 ARG_RENAMES = {"numbers": ("numbers", "nums", "lst", "arr", "values"), "values": ("values", "items", "data", "xs"),
-               "text": ("text", "s", "string", "sentence"), "n": ("n", "num", "number")}
+               "text": ("text", "s", "string", "sentence"), "n": ("n", "num", "number"),
+               "words": ("words", "names", "tokens", "strings"), "grid": ("grid", "matrix", "rows", "board"),
+               "mapping": ("mapping", "counts", "table", "scores"), "intervals": ("intervals", "ranges", "spans"),
+               "points": ("points", "coords", "locations")}
 PHRASINGS = ("{what}", "Given {arg}, {what_lower}", "{what}\n    {extra}")
 EXTRAS = ("Do not modify the input.", "The input may be empty unless stated otherwise.", "Keep it simple and readable.")
+TYPING_NAMES = ("List", "Dict", "Optional", "Tuple")
 
 
 def hint(kind: str, modern: bool) -> str:
     """The type hint in `typing` style or, when `modern`, with builtin generics."""
     if not modern:
         return kind
-    for old, new in (("List[", "list["), ("Dict[", "dict["), ("Optional[int]", "int | None")):
+    for old, new in (("List[", "list["), ("Dict[", "dict["), ("Tuple[", "tuple[")):
         kind = kind.replace(old, new)
-    return kind
+    return re.sub(r"Optional\[(.*)\]", r"\1 | None", kind)
 
 
-def render(task: Task, r: random.Random) -> str:
-    """One prompt for `task`: a stub to complete with computed examples, or a plain request."""
+def render(task: Task, r: random.Random, formats: tuple[ExampleFormat, ...] = (DOCTEST,)) -> str:
+    """One prompt for `task`: a stub to complete with computed examples, or a plain request.
+
+    The examples take one of `formats`, drawn by weight; a single format costs no draw, so that the
+    default renders exactly as the first file was rendered.
+    """
     renames = {a: r.choice(ARG_RENAMES.get(a, (a,))) for a, _ in task.args}
     modern = r.random() < 0.4
     args = ", ".join(f"{renames[a]}: {hint(t, modern)}" for a, t in task.args)
@@ -315,29 +332,37 @@ def render(task: Task, r: random.Random) -> str:
     first_arg = renames[task.args[0][0]]
     doc = r.choice(PHRASINGS).format(what=what, what_lower=what[0].lower() + what[1:], arg=f"`{first_arg}`",
                                      extra=r.choice(EXTRAS))
-    examples = []
+    shape = formats[0] if len(formats) == 1 else r.choices(formats, [f.weight for f in formats])[0]
+    examples = [f"    {shape.heading}"] if shape.heading else []
     for _ in range(r.randint(1, 3)):
         inputs = task.example(r)
         call, value = f"{task.name}({', '.join(map(repr, inputs))})", task.solve(*inputs)
-        if value is None:  # the interpreter prints nothing for None, so the example says so
+        named = ", ".join(f"{renames[a]} = {v!r}" for (a, _), v in zip(task.args, inputs))
+        if value is None and shape is DOCTEST:  # the interpreter prints nothing for None, so the example says so
             call, value = f"{call} is None", True
-        examples.append(f"    >>> {call}\n    {value!r}")
-    imports = sorted({name for name in ("List", "Dict", "Optional") if not modern and f"{name}[" in args + task.returns})
+        examples.append("    " + shape.entry.format(call=call, value=repr(value), inputs=named))
+    imports = sorted({name for name in TYPING_NAMES if not modern and f"{name}[" in args + task.returns})
     header = f"from typing import {', '.join(imports)}\n\n\n" if imports else "\n\n"
     body = f'    """{doc}\n' + "\n".join(examples) + '\n    """\n'
     return STUB_TEMPLATE.format(code=f"{header}def {task.name}({args}) -> {hint(task.returns, modern)}:\n{body}")
 
 
-def build_tasks(count: int, seed: int, id_prefix: str = "task-") -> list[dict]:
-    """`count` distinct prompts (fewer if the grammar runs dry), ids `<id_prefix><n>`, kind "code"."""
+def build_tasks(count: int, seed: int, id_prefix: str = "task-", families: str = "old") -> list[dict]:
+    """`count` distinct prompts (fewer if the grammar runs dry), ids `<id_prefix><n>`, kind "code".
+
+    `families` picks the catalogue (see FAMILIES). The first file's families alone keep their `>>>`
+    examples, so seed 0 still writes data/task_prompts.jsonl byte for byte; "new" and "all" mix formats.
+    """
     if count < 1:
         raise D3DError(f"count must be at least 1, got {count}")
+    tasks_of(families, 2)  # an unknown name fails here, before any work
+    formats = (DOCTEST,) if families == "old" else EXAMPLE_FORMATS
     r = random.Random(seed)
     rows, seen, tries = [], set(), 0
     while len(rows) < count and tries < count * 20:
         tries += 1
-        task = r.choice(all_tasks(r.randint(2, 7)))
-        text = render(task, r)
+        task = r.choice(tasks_of(families, r.randint(2, 7)))
+        text = render(task, r, formats)
         if text not in seen:
             seen.add(text)
             rows.append({"id": f"{id_prefix}{len(rows)}", "kind": "code", "prompt": text})
@@ -349,10 +374,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, help="JSONL prompt file to write")
     parser.add_argument("--count", type=int, default=6000, help="number of prompts")
     parser.add_argument("--seed", type=int, default=0, help="generator seed (the same seed gives the same file)")
-    parser.add_argument("--id-prefix", default="task-", help="id prefix, to keep several files' ids apart")
+    parser.add_argument("--families", choices=FAMILIES, default="old",
+                        help="task families: old (the first file's, `>>>` examples only), new (task_families.py) "
+                             "or all; new and all mix HumanEval's example formats")
+    parser.add_argument("--id-prefix", default=None,
+                        help="id prefix, to keep several files' ids apart (default: task- for --families old, "
+                             "task2- otherwise)")
     args = parser.parse_args(argv)
+    id_prefix = args.id_prefix or ("task-" if args.families == "old" else "task2-")
     try:
-        rows = build_tasks(args.count, args.seed, args.id_prefix)
+        rows = build_tasks(count=args.count, seed=args.seed, id_prefix=id_prefix, families=args.families)
     except D3DError as e:
         parser.error(str(e))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

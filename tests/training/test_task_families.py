@@ -1,0 +1,180 @@
+"""Tests for d3d.training.task_families and task_prompts' example formats.
+
+Every example in every format is what the reference solution returns, `--families new` shares nothing
+with the first file, and the first file still comes out of seed 0 byte for byte.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import inspect
+import json
+import random
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from d3d.errors import D3DError
+from d3d.training import task_prompts
+from d3d.training.task_families import Task, extra_tasks
+from d3d.training.task_prompts import DOCTEST, EXAMPLE_FORMATS, ExampleFormat, all_tasks, render
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+CODE_BLOCK = re.compile(r"```python\n(.*)```", re.S)
+OTHER_FORMATS = [f for f in EXAMPLE_FORMATS if f is not DOCTEST]
+
+
+def stub_code(prompt: str) -> str | None:
+    match = CODE_BLOCK.search(prompt)
+    return match.group(1) if match and prompt.startswith("Complete the following") else None
+
+
+def function_name(prompt: str) -> str:
+    code = stub_code(prompt)
+    return re.search(r"def (\w+)\(", code).group(1) if code else re.search(r"`(\w+)", prompt).group(1)
+
+
+def old_names() -> set[str]:
+    return {t.name for k in range(2, 8) for t in all_tasks(k)}
+
+
+def entry_pattern(shape: ExampleFormat) -> re.Pattern:
+    """A regex for one example line of `shape`, with groups call / value / inputs."""
+    pattern = re.escape(shape.entry)
+    for field in ("call", "value", "inputs"):
+        pattern = pattern.replace(re.escape("{" + field + "}"), f"(?P<{field}>.+)")
+    return re.compile(pattern)
+
+
+def define_stub(task: Task, code: str):
+    """The stub function a prompt's code block defines (so the code parses and names its arguments)."""
+    namespace: dict = {}
+    exec(compile(code, task.name, "exec"), namespace)
+    return namespace[task.name]
+
+
+def test_the_new_families_are_many_distinct_and_apart_from_the_first_files():
+    old = old_names()
+    for k in range(2, 8):
+        names = [t.name for t in extra_tasks(k)]
+        assert len(names) == len(set(names)) >= 100
+        assert not set(names) & old, set(names) & old
+    assert len({t.name for k in range(2, 8) for t in extra_tasks(k)}) > 150  # constants in names vary with k
+
+
+@pytest.mark.parametrize("k", [2, 3, 6, 7])
+def test_every_new_tasks_examples_are_informative(k):
+    """The example inputs of every task give at least two different answers: not all empty or equal."""
+    r = random.Random(k)
+    for task in extra_tasks(k):
+        answers = {repr(task.solve(*task.example(r))) for _ in range(25)}
+        assert len(answers) > 1, task.name
+
+
+@pytest.mark.parametrize("k", [2, 3, 6, 7])
+def test_every_new_tasks_doctest_examples_pass_against_its_reference(k):
+    """Rendered with `>>>` examples, each new stub parses and its examples pass as doctests."""
+    r = random.Random(k)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    checked = 0
+    for task in extra_tasks(k):
+        for _ in range(6):
+            code = stub_code(render(task, r))
+            if code is None:
+                continue  # a plain request has no examples
+            stub = define_stub(task, code)
+            test = doctest.DocTestParser().get_doctest(stub.__doc__, {task.name: task.solve}, task.name, None, 0)
+            assert test.examples, code
+            assert runner.run(test, out=lambda _: None).failed == 0, code
+            checked += 1
+    assert checked > 200
+
+
+@pytest.mark.parametrize("shape", OTHER_FORMATS, ids=lambda f: f.name)
+@pytest.mark.parametrize("k", [2, 5])
+def test_every_other_formats_examples_show_what_the_reference_returns(shape, k):
+    """For old and new tasks: parse each shown example, compute f(args) and compare to the shown value."""
+    r = random.Random(k)
+    pattern, checked = entry_pattern(shape), 0
+    for task in all_tasks(k) + extra_tasks(k):
+        for _ in range(4):
+            code = stub_code(render(task, r, (shape,)))
+            if code is None:
+                continue
+            stub = define_stub(task, code)
+            lines = [line.strip() for line in stub.__doc__.splitlines()]
+            assert ">>>" not in stub.__doc__ and shape.heading in lines, code
+            entries = [line for line in lines[lines.index(shape.heading) + 1:] if line]
+            assert 1 <= len(entries) <= 3, code
+            for entry in entries:
+                match = pattern.fullmatch(entry)
+                assert match, entry
+                if "inputs" in match.groupdict():  # "For xs = [1], k = 2 the output should be ..."
+                    inputs = eval(f"dict({match['inputs']})")
+                    assert list(inputs) == list(inspect.signature(stub).parameters), entry
+                    result = task.solve(*inputs.values())
+                else:
+                    assert match["call"].startswith(f"{task.name}("), entry
+                    result = eval(match["call"], {task.name: task.solve})
+                assert ast.literal_eval(match["value"]) == result and repr(result) == match["value"], entry
+                checked += 1
+    assert checked > 500
+
+
+def test_mixed_formats_keep_doctest_the_most_common_and_show_every_format():
+    rows = task_prompts.build_tasks(1000, seed=2, id_prefix="t2-", families="new")
+    patterns = {shape.name: entry_pattern(shape) for shape in OTHER_FORMATS}
+    seen: Counter = Counter()
+    for row in rows:
+        code = stub_code(row["prompt"])
+        if code is None:
+            continue
+        lines = [line.strip() for line in code.split('"""')[1].splitlines()]  # the docstring, not `def f() -> int:`
+        shown = [name for name, p in patterns.items() if any(p.fullmatch(line) for line in lines)]
+        seen["doctest" if any(line.startswith(">>> ") for line in lines) else "".join(shown)] += 1
+    assert set(seen) == {shape.name for shape in EXAMPLE_FORMATS}, seen  # each stub shows exactly one format
+    assert 0.5 < seen["doctest"] / sum(seen.values()) < 0.7, seen
+
+
+def test_families_new_is_deterministic_and_has_none_of_the_first_files_functions(tmp_path):
+    a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    for path, seed in ((a, 1), (b, 1), (c, 2)):
+        assert task_prompts.main(["--out", str(path), "--count", "300", "--seed", str(seed), "--families", "new"]) == 0
+    assert a.read_bytes() == b.read_bytes() != c.read_bytes()
+    rows = [json.loads(line) for line in a.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 300 and all(row["id"].startswith("task2-") for row in rows)
+    names = {function_name(row["prompt"]) for row in rows}
+    assert len(names) > 80 and not names & old_names()
+
+
+def test_families_all_draws_from_both_catalogues():
+    names = {function_name(row["prompt"]) for row in task_prompts.build_tasks(600, seed=3, families="all")}
+    assert names & old_names() and names - old_names()
+
+
+def test_an_unknown_family_is_refused_in_one_line(capsys):
+    with pytest.raises(D3DError, match="families must be one of"):
+        task_prompts.build_tasks(10, seed=0, families="newest")
+    with pytest.raises(SystemExit) as exit_info:
+        task_prompts.main(["--out", "unused.jsonl", "--families", "newest"])
+    assert exit_info.value.code == 2 and "--families" in capsys.readouterr().err
+
+
+def test_seed_0_still_writes_the_first_file_byte_for_byte(tmp_path):
+    out = tmp_path / "t.jsonl"
+    assert task_prompts.main(["--out", str(out), "--count", "6000", "--seed", "0"]) == 0
+    assert out.read_bytes() == (DATA / "task_prompts.jsonl").read_bytes()
+
+
+def test_the_second_file_shares_no_prompt_or_id_with_the_first():
+    second = DATA / "task_prompts2.jsonl"
+    if not second.exists():
+        pytest.skip("data/task_prompts2.jsonl not generated yet")
+    first_rows = [json.loads(line) for line in (DATA / "task_prompts.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows = [json.loads(line) for line in second.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == len({row["prompt"] for row in rows}) == 6000
+    assert not {row["prompt"] for row in rows} & {row["prompt"] for row in first_rows}
+    assert not {row["id"] for row in rows} & {row["id"] for row in first_rows}
