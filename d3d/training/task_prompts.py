@@ -355,13 +355,13 @@ def build_tasks(count: int, seed: int, id_prefix: str = "task-", families: str =
     """
     if count < 1:
         raise D3DError(f"count must be at least 1, got {count}")
-    tasks_of(families, 2)  # an unknown name fails here, before any work
+    catalogues = {k: tasks_of(families, k) for k in range(2, 8)}  # built once; an unknown name fails here
     formats = (DOCTEST,) if families == "old" else EXAMPLE_FORMATS
     r = random.Random(seed)
     rows, seen, tries = [], set(), 0
     while len(rows) < count and tries < count * 20:
         tries += 1
-        task = r.choice(tasks_of(families, r.randint(2, 7)))
+        task = r.choice(catalogues[r.randint(2, 7)])
         text = render(task, r, formats)
         if text not in seen:
             seen.add(text)
