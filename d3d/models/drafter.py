@@ -16,7 +16,9 @@ form vLLM's parallel drafting runs; `d3d.training.export`). Training (`d3d.train
 On disk (`save_pretrained`): `drafter_config.json` (this module's `DrafterConfig` plus the base
 model's transformers config) and `model.safetensors` with the drafter's own weights. When the
 drafter shares the target's embeddings and LM head, those are not stored and `from_pretrained`
-takes them from the target.
+takes them from the target. `save_pretrained(..., storage="int8")` stores the decoder layers'
+projections as int8 with per-row scales (about half the bytes of bfloat16); loading dequantizes them
+(`weight_storage.py`), so the drafter runs at any dtype or weight format as a dense one would.
 
 This module knows nothing about verification or the decode loop.
 """
@@ -28,7 +30,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch import Tensor
 from transformers import AutoConfig, PretrainedConfig
 
@@ -37,6 +38,7 @@ from d3d.models.attention import Rows
 from d3d.models.decoder import DecoderModel, build_from_state, load_decoder
 from d3d.models.kv_cache import KVCache
 from d3d.models.quantize import Int8Linear
+from d3d.models.weight_storage import check_storage, decode_state, read_tensors, write_weights
 
 CONFIG_NAME = "drafter_config.json"
 WEIGHTS_NAME = "model.safetensors"
@@ -220,11 +222,13 @@ class Drafter(torch.nn.Module):
         top = probs.index_select(-1, ids).max(-1)
         return ids[top.indices], top.values
 
-    def save_pretrained(self, path: str | Path, dtype: torch.dtype | None = None) -> None:
-        """Write safetensors + drafter_config.json; `dtype` (e.g. bfloat16) converts the stored weights."""
+    def save_pretrained(self, path: str | Path, dtype: torch.dtype | None = None, storage: str = "dense") -> None:
+        """Write safetensors + drafter_config.json; `dtype` (e.g. bfloat16) converts the stored weights,
+        `storage` "int8" stores the layers' projections as int8 with float32 scales (`weight_storage.py`)."""
+        check_storage(storage)
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        state = {k: v.detach().to(dtype or v.dtype).contiguous().cpu() for k, v in self.model.state_dict().items()}
+        state = dict(self.model.state_dict())
         if self.draft_vocab is not None:
             state[DRAFT_VOCAB_KEY] = self.draft_vocab.detach().cpu().contiguous()
         if self.config.shared_embeddings:
@@ -233,9 +237,7 @@ class Drafter(torch.nn.Module):
         elif self.model.spec.tie_word_embeddings:
             state.pop("lm_head.weight", None)
         meta = {"drafter": asdict(self.config), "model_config": self.model.config.to_dict()}
-        tmp = path / (WEIGHTS_NAME + ".tmp")
-        save_file(state, str(tmp), metadata={"format": "pt"})
-        tmp.replace(path / WEIGHTS_NAME)
+        write_weights(path / WEIGHTS_NAME, state, storage, dtype)
         (path / CONFIG_NAME).write_text(json.dumps(meta, indent=2) + "\n")
 
     @classmethod
@@ -256,7 +258,7 @@ class Drafter(torch.nn.Module):
             )
         dtype = dtype or (target.dtype if target is not None else torch.float32)
         device = device or (target.device if target is not None else "cpu")
-        state = _read_weights(Path(path) / WEIGHTS_NAME)
+        state = read_weights(Path(path) / WEIGHTS_NAME)
         draft_vocab = state.pop(DRAFT_VOCAB_KEY, None)
         external = SHARED_KEYS if config.shared_embeddings else ()
         body = build_from_state(model_config, config.layers, state, dtype, device, external, str(path))
@@ -343,7 +345,7 @@ def load_drafter_body(
     local = {orig: j for j, orig in enumerate(config.layers)}
     renumber = {local[orig]: new for new, orig in enumerate(keep)}
     state = {}
-    for name, value in _read_weights(Path(path) / WEIGHTS_NAME).items():
+    for name, value in read_weights(Path(path) / WEIGHTS_NAME).items():
         if name == DRAFT_VOCAB_KEY:  # a drafting vocabulary is an inference setting, not part of the body
             continue
         if name.startswith("model.layers."):
@@ -383,10 +385,12 @@ def read_drafter_config(path: str | Path) -> tuple[DrafterConfig, PretrainedConf
     return config, model_config
 
 
-def _read_weights(file: Path) -> dict[str, Tensor]:
+def read_weights(file: Path) -> dict[str, Tensor]:
+    """A drafter weights file's tensors, int8-stored projections dequantized to float32."""
     if not file.is_file():
         raise D3DError(f"drafter weights missing: {file}")
     try:
-        return load_file(str(file))
+        tensors, metadata = read_tensors(file)
     except Exception as exc:  # safetensors raises several types for corrupt files
         raise D3DError(f"cannot read drafter weights {file}: {exc}") from None
+    return decode_state(tensors, metadata, str(file))

@@ -49,11 +49,9 @@ class Int8Linear(nn.Module):
     @classmethod
     def from_linear(cls, linear: nn.Linear) -> Int8Linear:
         """Quantize a dense layer (scales from its float32 weights, kept in its dtype)."""
-        weight = linear.weight.detach().float()
-        scale = weight.abs().amax(1).clamp(min=torch.finfo(torch.float32).tiny) / INT8_MAX
-        q = torch.round(weight / scale[:, None]).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)
+        q, scale = quantize_rows(linear.weight.detach())
         bias = None if linear.bias is None else linear.bias.detach().clone()
-        return cls(q.contiguous(), scale.to(linear.weight.dtype), bias)
+        return cls(q, scale.to(linear.weight.dtype), bias)
 
     def forward(self, x: Tensor) -> Tensor:
         """x [..., in] -> [..., out] in x's dtype."""
@@ -78,6 +76,16 @@ class Int8Linear(nn.Module):
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, int8"
+
+
+def quantize_rows(weight: Tensor) -> tuple[Tensor, Tensor]:
+    """(q [out, in] int8, scale [out] float32) of a weight [out, in]: per output channel, symmetric,
+    from its float32 values, rounded to nearest (the module docstring's rule; also how a drafter
+    file stores int8 weights, `weight_storage.py`)."""
+    weight = weight.float()
+    scale = weight.abs().amax(1).clamp(min=torch.finfo(torch.float32).tiny) / INT8_MAX
+    q = torch.round(weight / scale[:, None]).clamp(-INT8_MAX, INT8_MAX).to(torch.int8)
+    return q.contiguous(), scale
 
 
 def dense_rows(linear: nn.Module, ids: Tensor) -> Tensor:

@@ -24,10 +24,11 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from d3d.errors import D3DError
 from d3d.models.drafter import CONFIG_NAME, DRAFT_VOCAB_KEY, WEIGHTS_NAME, read_drafter_config
+from d3d.models.weight_storage import read_tensors
 from d3d.training.packing import load_examples
 
 
@@ -66,7 +67,7 @@ def write_draft_vocab(
     counts = response_token_counts(data, config.vocab_size)
     ids = frequent_tokens(counts, size, always, config.vocab_size)
     covered = sum(counts[t] for t in ids) / sum(counts.values())
-    weights = load_file(str(drafter / WEIGHTS_NAME))
+    weights, metadata = read_tensors(drafter / WEIGHTS_NAME)  # as stored (int8 storage stays int8)
     weights[DRAFT_VOCAB_KEY] = torch.tensor(ids, dtype=torch.long)
     meta = json.loads((drafter / CONFIG_NAME).read_text())
     record = {"size": len(ids), "data": list(data), "coverage": round(covered, 4), "distinct_in_data": len(counts)}
@@ -75,7 +76,7 @@ def write_draft_vocab(
     partial = out.parent / f".{out.name}.partial"
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    save_file(weights, str(partial / WEIGHTS_NAME), metadata={"format": "pt"})
+    save_file(weights, str(partial / WEIGHTS_NAME), metadata={"format": "pt", **metadata})
     (partial / CONFIG_NAME).write_text(json.dumps(meta, indent=2) + "\n")
     if out.exists():
         shutil.rmtree(out)

@@ -22,7 +22,18 @@ verifies every token, so serving stays lossless; only acceptance could differ.
 A bidirectional drafter, an AR draft model and a same-position drafter are refused with the reason:
 an engine running them under plain causal attention would draft something else than d3d does.
 
+`--format d3d` (`export_d3d`) instead rewrites any drafter as a d3d drafter directory, its weights
+in `--dtype` and stored `--storage dense` or `int8` (`d3d.models.weight_storage`): how a trained
+drafter is made small for shipping. It copies the raw weights through the drafter's own reader and
+writer, builds no model and needs no target. `drafter_config.json` is copied with a provenance block
+(`EXPORT_KEY`). `acceptance.json` describes the weights it was measured on, so it is copied as is
+only when the written weights equal the source's value for value (a bfloat16 -> float32 copy);
+otherwise it is copied (confidence-based verification lengths still need a table, and the source's
+is the closest there is) with a `MEASURED_BEFORE` block naming the weights it was measured on,
+until `d3d eval-drafter --save` measures the new ones and replaces it.
+
     report = export_vllm(ExportConfig(drafter="runs/causal/drafter", out="exports/causal"))
+    report = export_d3d(ExportConfig(drafter="runs/x/drafter", out="ship/", format="d3d", storage="int8"))
 
 This module knows drafter checkpoints and the Hugging Face file layout; it runs no model and
 imports nothing of vLLM.
@@ -42,13 +53,18 @@ from torch import Tensor
 from d3d.errors import D3DError
 from d3d.models import hub
 from d3d.models.decoder import DecoderModel
-from d3d.models.drafter import CONFIG_NAME, DrafterConfig, load_drafter_body, read_draft_vocab, read_drafter_config
+from d3d.models.drafter import (
+    CONFIG_NAME, WEIGHTS_NAME, DrafterConfig, load_drafter_body, read_draft_vocab, read_drafter_config, read_weights,
+)
+from d3d.models.weight_storage import check_storage, write_weights
 from d3d.training.objective import load_target_embeddings
 
-FORMATS = ("vllm",)  # export formats `d3d export --format` knows
+FORMATS = ("vllm", "d3d")  # export formats `d3d export --format` knows
 MASK_FIELD = "pard_token"  # the draft config field vLLM's parallel drafting reads the mask token id from
-EXPORT_KEY = "d3d_export"  # provenance block in the exported config.json
+EXPORT_KEY = "d3d_export"  # provenance block in the exported config.json (drafter_config.json for --format d3d)
 WEIGHTS_FILE = "model.safetensors"
+ACCEPTANCE_FILE = "acceptance.json"  # `d3d eval-drafter --save`'s table, copied by --format d3d
+MEASURED_BEFORE = "measured_before_conversion"  # block added to a copied acceptance.json whose weights changed
 SIDE_FILES = ("generation_config.json",)  # copied from the target when it has them
 ARCHITECTURES = {  # transformers class per model type the native runtime supports
     "llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
@@ -65,6 +81,7 @@ class ExportConfig:
     target: str | None = None  # target giving the shared embeddings, LM head and tokenizer (None: the drafter's base model)
     dtype: str = "bfloat16"  # dtype of the stored weights (DTYPES)
     format: str = "vllm"  # FORMATS
+    storage: str = "dense"  # how --format d3d stores the projections (weight_storage.STORAGES); vllm: dense only
 
 
 @dataclass
@@ -77,6 +94,19 @@ class ExportReport:
     draft_vocab_size: int  # tokens with non-zero head rows (0: the whole vocabulary)
     mask_token_id: int  # written as `pard_token`
     max_speculative_tokens: int  # B-1: the most draft tokens one pass was trained to give
+
+
+@dataclass
+class DrafterExportReport:
+    """What `--format d3d` wrote, for the command's summary."""
+
+    out: Path  # the written drafter directory
+    storage: str  # its weight storage
+    dtype: str  # dtype of its dense tensors
+    size: int  # bytes of its weights file
+    source_size: int  # bytes of the source drafter's weights file
+    acceptance: str  # "same weights", "measured before conversion" (a MEASURED_BEFORE block added) or "none"
+    data: str | None = None  # the data the copied acceptance table was measured on, if it says
 
 
 def check_exportable(config: DrafterConfig, path: str | Path) -> None:
@@ -95,10 +125,13 @@ def check_exportable(config: DrafterConfig, path: str | Path) -> None:
 
 def export_vllm(cfg: ExportConfig) -> ExportReport:
     """Write the drafter at `cfg.drafter` as a plain causal LM checkpoint with vLLM's parallel-drafting fields."""
-    if cfg.format not in FORMATS:
-        raise D3DError(f"unknown export format '{cfg.format}' ({', '.join(FORMATS)})")
+    if cfg.format != "vllm":
+        raise D3DError(f"export_vllm writes --format vllm, not '{cfg.format}' ({', '.join(FORMATS)})")
     if cfg.dtype not in DTYPES:
         raise D3DError(f"unknown export dtype '{cfg.dtype}' ({', '.join(DTYPES)})")
+    if cfg.storage != "dense":
+        raise D3DError(f"--storage {cfg.storage} is a d3d drafter storage: a vLLM export is a plain transformers "
+                       "checkpoint with dense weights (use --format d3d for an int8-stored drafter)")
     config, model_config = read_drafter_config(cfg.drafter)
     check_exportable(config, cfg.drafter)
     out = _prepare_out_dir(Path(cfg.out), Path(cfg.drafter))
@@ -172,9 +205,9 @@ def _prepare_out_dir(out: Path, drafter: Path) -> Path:
     return out
 
 
-def _is_export(path: Path) -> bool:
+def _is_export(path: Path, config_file: str = "config.json") -> bool:
     try:
-        return EXPORT_KEY in json.loads((path / "config.json").read_text())
+        return EXPORT_KEY in json.loads((path / config_file).read_text())
     except (OSError, ValueError):
         return False
 
@@ -183,3 +216,68 @@ def _write_weights(state: dict[str, Tensor], file: Path) -> None:
     tmp = file.with_name(file.name + ".tmp")
     save_file(state, str(tmp), metadata={"format": "pt"})
     tmp.replace(file)
+
+
+def export_d3d(cfg: ExportConfig) -> DrafterExportReport:
+    """Write the drafter at `cfg.drafter` as a d3d drafter directory with its weights in `cfg.dtype`,
+    stored as `cfg.storage`; its config and acceptance table come along (module docstring)."""
+    if cfg.format != "d3d":
+        raise D3DError(f"export_d3d writes --format d3d, not '{cfg.format}' ({', '.join(FORMATS)})")
+    if cfg.dtype not in DTYPES:
+        raise D3DError(f"unknown export dtype '{cfg.dtype}' ({', '.join(DTYPES)})")
+    check_storage(cfg.storage)
+    if cfg.target is not None:
+        raise D3DError("--target is for --format vllm: --format d3d copies the drafter's own weights "
+                       "and needs no target")
+    source = Path(cfg.drafter)
+    read_drafter_config(source)  # a clear error for anything but a drafter directory
+    table = _read_acceptance(source / ACCEPTANCE_FILE)
+    out = _prepare_drafter_out_dir(Path(cfg.out), source)
+    state = read_weights(source / WEIGHTS_NAME)
+    write_weights(out / WEIGHTS_NAME, state, cfg.storage, DTYPES[cfg.dtype])
+    meta = json.loads((source / CONFIG_NAME).read_text())
+    meta[EXPORT_KEY] = {"drafter": str(source), "storage": cfg.storage, "dtype": cfg.dtype}
+    (out / CONFIG_NAME).write_text(json.dumps(meta, indent=2) + "\n")
+    acceptance = "none"
+    if table is None:
+        (out / ACCEPTANCE_FILE).unlink(missing_ok=True)  # an earlier export's table belongs to other weights
+    elif weights_equal(state, read_weights(out / WEIGHTS_NAME)):
+        shutil.copyfile(source / ACCEPTANCE_FILE, out / ACCEPTANCE_FILE)
+        acceptance = "same weights"
+    else:  # an earlier conversion's block already names the weights it was measured on
+        table.setdefault(MEASURED_BEFORE, {**meta[EXPORT_KEY], "note": "measured on the drafter's weights before "
+                                           "this conversion; re-measure with d3d eval-drafter --save"})
+        (out / ACCEPTANCE_FILE).write_text(json.dumps(table, indent=1) + "\n")
+        acceptance = "measured before conversion"
+    return DrafterExportReport(out, cfg.storage, cfg.dtype, (out / WEIGHTS_NAME).stat().st_size,
+                               (source / WEIGHTS_NAME).stat().st_size, acceptance, (table or {}).get("data"))
+
+
+def weights_equal(a: dict[str, Tensor], b: dict[str, Tensor]) -> bool:
+    """Whether two states hold the same tensors value for value, whatever their dtypes."""
+    return a.keys() == b.keys() and all(torch.equal(a[k].double(), b[k].double()) for k in a)
+
+
+def _read_acceptance(path: Path) -> dict | None:
+    """The acceptance table at `path`, None if there is none; a D3DError if it is not a JSON object."""
+    if not path.is_file():
+        return None
+    try:
+        table = json.loads(path.read_text())
+    except ValueError as err:
+        raise D3DError(f"{path} is not an acceptance table ({err})") from None
+    if not isinstance(table, dict):
+        raise D3DError(f"{path} is not an acceptance table (not a JSON object)")
+    return table
+
+
+def _prepare_drafter_out_dir(out: Path, drafter: Path) -> Path:
+    """`out`, created; refused when it is the drafter itself or holds anything but an earlier d3d export."""
+    if out.resolve() == drafter.resolve():
+        raise D3DError(f"--out {out} is the drafter itself: export into another directory")
+    if out.exists() and not out.is_dir():
+        raise D3DError(f"--out {out} is a file, not a directory")
+    if out.is_dir() and any(out.iterdir()) and not _is_export(out, CONFIG_NAME):
+        raise D3DError(f"--out {out} is not empty: export into a new or empty directory")
+    out.mkdir(parents=True, exist_ok=True)
+    return out

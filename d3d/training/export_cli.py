@@ -1,39 +1,55 @@
 """The `d3d export` subcommand (the export itself lives in `export.py`).
 
     d3d export --format vllm --drafter runs/causal/drafter --out exports/smollm2-d3d-causal
+    d3d export --format d3d --storage int8 --drafter runs/x/drafter --out ship/drafter
 
-It prints what it wrote and the `vllm serve` command that uses it (docs/serving.md, "Serving with vLLM").
+`--format vllm` prints what it wrote and the `vllm serve` command that uses it (docs/serving.md,
+"Serving with vLLM"); `--format d3d` prints the weights file's size and what became of the
+acceptance table (docs/runtime.md, "Drafter files").
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from d3d.training.export import DrafterExportReport
 
 EXPORT_DESCRIPTION = (
-    "Export a causal-block drafter as a plain Hugging Face causal LM with the fields vLLM's parallel "
-    "drafting reads (pard_token), the full-vocabulary LM head and the tokenizer files."
+    "Export a drafter. --format vllm: a causal-block drafter as a plain Hugging Face causal LM with the "
+    "fields vLLM's parallel drafting reads (pard_token), the full-vocabulary LM head and the tokenizer files. "
+    "--format d3d: any drafter as a d3d drafter directory again, its weights in --dtype and stored "
+    "--storage dense or int8 (about half the bytes of bfloat16), e.g. to ship it."
 )
 
 
 def add_export_parser(sub) -> None:
-    p = sub.add_parser("export", help="export a causal-block drafter for vLLM's parallel drafting",
+    p = sub.add_parser("export", help="export a drafter for vLLM's parallel drafting, or re-store it for shipping",
                        description=EXPORT_DESCRIPTION)
-    p.add_argument("--format", default="vllm", choices=["vllm"], help="export format")
-    p.add_argument("--drafter", required=True, help="drafter directory (trained with --block-attention causal)")
+    p.add_argument("--format", default="vllm", choices=["vllm", "d3d"], help="export format")
+    p.add_argument("--drafter", required=True,
+                   help="drafter directory (for --format vllm: trained with --block-attention causal)")
     p.add_argument("--out", required=True, help="directory of the exported checkpoint (new or empty)")
-    p.add_argument("--target", default=None,
-                   help="target giving the shared embeddings and the tokenizer (default: the drafter's base model)")
+    p.add_argument("--target", default=None, help="--format vllm only: target giving the shared embeddings and "
+                   "the tokenizer (default: the drafter's base model)")
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"],
-                   help="dtype of the stored weights")
+                   help="dtype of the stored weights (with --storage int8: of the tensors stored dense)")
+    p.add_argument("--storage", default="dense", choices=["dense", "int8"],
+                   help="--format d3d only: store the layers' projections dense or as int8 with per-row scales")
     p.set_defaults(func=cmd_export)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from d3d.training.export import ExportConfig, export_vllm
+    from d3d.training.export import ExportConfig, export_d3d, export_vllm
 
-    report = export_vllm(ExportConfig(drafter=args.drafter, out=args.out, target=args.target, dtype=args.dtype,
-                                      format=args.format))
+    cfg = ExportConfig(drafter=args.drafter, out=args.out, target=args.target, dtype=args.dtype, format=args.format,
+                       storage=args.storage)
+    if args.format == "d3d":
+        print_drafter_export(export_d3d(cfg))
+        return 0
+    report = export_vllm(cfg)
     vocab = f"{report.draft_vocab_size} drafting tokens, the other rows zero" if report.draft_vocab_size else "full"
     print(f"exported {report.layers} layers, LM head over {report.vocab_size} tokens ({vocab}), "
           f"pard_token {report.mask_token_id}: {report.out}")
@@ -42,3 +58,17 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(f"serve (num_speculative_tokens: at most {report.max_speculative_tokens}, the block it was trained on; "
           f"fewer where acceptance is short): vllm serve TARGET --speculative-config '{json.dumps(spec)}'")
     return 0
+
+
+def print_drafter_export(report: DrafterExportReport) -> None:
+    """The summary of a `--format d3d` export."""
+    print(f"wrote {report.out}: model.safetensors {report.size / 1e6:.1f} MB ({report.storage} storage, "
+          f"{report.dtype}; the source's {report.source_size / 1e6:.1f} MB)")
+    remeasure = f"d3d eval-drafter --drafter {report.out} --data {(report.data or 'DATA').replace(',', ' ')} --save"
+    if report.acceptance == "same weights":
+        print("acceptance.json copied: the weights are the source's, value for value")
+    elif report.acceptance == "none":
+        print(f"the source has no acceptance.json; measure one with: {remeasure}")
+    else:
+        print(f"acceptance.json copied, but it was measured on the source's weights (marked so in the file); "
+              f"re-measure with: {remeasure}")
