@@ -61,6 +61,7 @@ def _model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
     _dtype_flag(p)
     _runtime_flags(p)
+    _drafter_weights_flag(p)
 
 
 def _runtime_flags(p: argparse.ArgumentParser) -> None:
@@ -70,6 +71,13 @@ def _runtime_flags(p: argparse.ArgumentParser) -> None:
     add_runtime_flags(p)
     p.add_argument("--compile", action="store_true",
                    help="torch.compile each layer's MLP and norms (the first passes compile; eager by default)")
+
+
+def _drafter_weights_flag(p: argparse.ArgumentParser) -> None:
+    """--drafter-weights (one definition, shared with `d3d serve`)."""
+    from d3d.serving.flags import add_drafter_weights_flag
+
+    add_drafter_weights_flag(p)
 
 
 def _dtype_flag(p: argparse.ArgumentParser) -> None:
@@ -292,7 +300,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     branches = parse_branches(args.tree_branches)
     pipe = Pipeline.load(target=args.target, drafter=args.drafter, block_size=args.block_size, device=args.device,
                          async_config=_async_config(args), dtype=args.dtype, precision=args.precision, weights=args.weights,
-                         compiled=args.compile)
+                         compiled=args.compile, drafter_weights=args.drafter_weights)
     prompt_ids = pipe.target.encode_chat(args.prompt)
     pipe.tree_branches = branches
     if args.mode in ("sync", "async") or (args.mode == "tree" and "drafter" in branches):

@@ -15,6 +15,9 @@ Modes (the `MODES` registry in `bench_modes.py`; a new mode is one more entry):
                  what each is compared with; every mode also gets `speedup_vs_fastest_plain`)
     sync@NAME, async@NAME, tree@NAME ...   a mode with another drafter on the run's target, registered
                  with `drafter_variants` ("NAME=DIR"; `variants.py`): drafters side by side
+    sync@dint8, async@dint8, tree@dint8 ...   the run's drafter at int8 runtime weights on the run's
+                 target (`ddense`: dense; `variants.py`): what the drafter's weight format costs in
+                 acceptance and saves in drafting time
 
 With `sweep` (a list of budgets "C,F"), the async mode runs once per budget, as modes named
 `async@C,F` sharing one drafting worker: the budget sweep of docs/async.md (speedup and hit rate
@@ -94,13 +97,13 @@ from d3d.evaluation.prefill_metrics import add_scores, format_prefill_table, kee
 from d3d.evaluation.suites import BUILTIN_SUITES, Prompt, load_suite
 from d3d.evaluation.timeline import plot_timeline, save_timeline
 from d3d.evaluation.variants import (
-    check_drafter_modes, close_variants, cross_target, drafter_variant_of, parse_drafter_variants, pipeline_for,
-    reference_of, resolved_drafters, split_variant, use_drafter_variants, with_references,
+    changes_drafter, check_drafter_modes, close_variants, cross_target, drafter_variant_of, parse_drafter_variants,
+    pipeline_for, reference_of, resolved_drafters, split_variant, use_drafter_variants, with_references,
 )
 from d3d.inference.async_engine import AsyncConfig
 from d3d.inference.draft_length import parse_draft_length
 from d3d.inference.engine import DecodeStats, GenerationConfig
-from d3d.inference.pipeline import Pipeline, default_device, load_target, resolve_dtype
+from d3d.inference.pipeline import DRAFTER_WEIGHT_CHOICES, Pipeline, default_device, load_target, resolve_dtype
 from d3d.inference.prefill import PrefillConfig
 from d3d.inference.sampling import SamplingConfig
 from d3d.inference.selectors import (
@@ -153,6 +156,7 @@ class BenchConfig:
     tree_branches: str = "drafter,lookup"  # mode tree: candidate sources of the token tree (tree-drafter / tree-lookup: one each)
     precision: str = "auto"  # precision switches: a preset (auto, none, all) or switch names (`precision.py`)
     weights: str = "dense"  # "int8": weight-only int8 target and drafter for every mode (`quantize.py`)
+    drafter_weights: str = "auto"  # the drafter's runtime weights: "auto" (the target's), "dense" or "int8"
     compile: bool = False  # torch.compile each target layer's MLP and norms (`compiled.py`)
     drafter_variants: tuple[str, ...] = ()  # "NAME=DIR": modes MODE@NAME draft with DIR on the run's target (variants.py)
 
@@ -188,8 +192,9 @@ class BenchConfig:
         unknown = [m for m in self.modes if m not in MODES and split_variant(m)[1] is None]
         if unknown:
             raise D3DError(f"unknown mode '{unknown[0]}' (choose from {', '.join(MODES)}, or ar/sync/async/tree@VARIANT "
-                           "with a dtype, weight format, block size bN and/or drafter variant NAME, e.g. ar@float32, "
-                           "sync@int8, sync@b8, sync@NAME with --drafter-variant NAME=DIR)")
+                           "with a dtype, weight format, block size bN, drafter weight format dint8/ddense and/or "
+                           "drafter variant NAME, e.g. ar@float32, sync@int8, sync@b8, sync@dint8, sync@NAME with "
+                           "--drafter-variant NAME=DIR)")
         if "llamacpp" in self.modes:
             if self.temperature != 0:
                 raise D3DError("mode llamacpp runs greedy only (temperature 0)")
@@ -198,6 +203,9 @@ class BenchConfig:
             raise D3DError(f"limit must be at least 1, got {self.limit}")
         if self.block_size is not None and self.block_size < 2:
             raise D3DError(f"block size must be at least 2, got {self.block_size}")
+        if self.drafter_weights not in DRAFTER_WEIGHT_CHOICES:
+            raise D3DError(f"unknown drafter weight format '{self.drafter_weights}' "
+                           f"(choose from {', '.join(DRAFTER_WEIGHT_CHOICES)})")
         if set(AR_DRAFTER_MODES) & set(self.modes) and not self.ar_drafter:
             raise D3DError("modes ar-drafter and hf-assisted need an AR draft model: pass --ar-drafter DIR")
         if self.ar_draft_tokens < 1:
@@ -239,6 +247,7 @@ class BenchConfig:
         unused += self._unused_selector_keys()
         unused += ("precision",) if self.precision == "auto" else ()  # keys of runs made before these settings
         unused += ("weights",) if self.weights == "dense" else ()
+        unused += ("drafter_weights",) if self.drafter_weights == "auto" else ()
         unused += ("compile",) if not self.compile else ()
         unused += ("drafter_variants",) if not self.drafter_variants else ()
         for name in ("limit", "out", "fresh", "timeline") + unused:
@@ -282,9 +291,9 @@ def uses_run_drafter(modes: tuple[str, ...]) -> bool:
 
 
 def variant_drafters(pipe: Pipeline, modes: tuple[str, ...]) -> dict[str, str]:
-    """Mode -> its drafter's description, for the modes on a drafter variant (each drafter loaded
-    here, so a wrong tokenizer is an error before the results file is touched)."""
-    return {m: pipeline_for(pipe, m).drafter.description for m in modes if drafter_variant_of(m) is not None}
+    """Mode -> its drafter's description, for the modes on a drafter variant or drafter weight format
+    (each drafter loaded here, so a wrong tokenizer is an error before the results file is touched)."""
+    return {m: pipeline_for(pipe, m).drafter.description for m in modes if changes_drafter(m)}
 
 
 def _check_device(device: str | None) -> None:
@@ -439,7 +448,7 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
     cfg.validate()
     prompts = load_suite(cfg.suite, cfg.limit)
     pipe = Pipeline(load_target(cfg.target, cfg.device, cfg.dtype, cfg.precision, cfg.weights, cfg.compile), cfg.drafter, cfg.block_size, cfg.async_config(),
-                    cfg.ar_drafter, cfg.ar_draft_tokens)
+                    cfg.ar_drafter, cfg.ar_draft_tokens, cfg.drafter_weights)
     pipe.prefill_chunk_size = cfg.prefill_chunk
     pipe.prefill_layers = parse_probe_layers(cfg.prefill_layers)
     pipe.draft_length = parse_draft_length(cfg.draft_length)
@@ -448,7 +457,7 @@ def run_bench(cfg: BenchConfig, out: TextIO | None = None) -> dict:
     drafter = pipe.drafter.description if uses_run_drafter(cfg.run_modes) else None
     if any(m in AR_DRAFTER_MODES for m in cfg.run_modes):
         drafter = "; ".join(filter(None, [drafter, f"AR draft model: {pipe.ar_drafter.description}, k={cfg.ar_draft_tokens}"]))
-    mode_drafters = variant_drafters(pipe, cfg.run_modes)  # mode -> description, for modes on a drafter variant
+    mode_drafters = variant_drafters(pipe, cfg.run_modes)  # mode -> description, for modes with another drafter
     content = content_key(pipe, cfg)
     header = {"config": cfg.results_key(content), "drafter": drafter}
     header |= {"variant_drafters": mode_drafters} if mode_drafters else {}  # older files keep their header

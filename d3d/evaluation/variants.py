@@ -11,17 +11,25 @@
     sync@new  tree@new   D3D decoding with another drafter (`--drafter-variant new=DIR`) on the run's target
     sync@new+b8          ... drafting blocks of 8
 
+    sync@dint8  async@dint8  tree@dint8   D3D decoding with the run's drafter at int8 runtime weights
+                         on the run's target (`ddense`: dense ones, e.g. beside an int8 target)
+    sync@new+dint8  sync@dint8+b8   ... with another drafter, or drafting blocks of 8
+
 A variant names a dtype (`bfloat16`, `float16`, `float32`), a weight format (`dense`, `int8`), a
 block size (`bN`: the drafter runs blocks of N rows, anchor included, as `--block-size N` does),
-a drafter variant (a NAME registered with `--drafter-variant NAME=DIR`: letters, digits, `-` and
-`_`, never one of the other names, `bN` or `keep...`), or several joined by "+"; what it does not
-name is the run's. A drafter variant runs on the run's target, so it joins only a block size
-(`sync@new+b8`), never a dtype or weight format. Each variant loads its own drafter (the run's,
-or the drafter variant's directory) and, when it names a dtype or weight format, its own target,
-once, in a `Pipeline` beside the run's, with the run's `--block-size`, verification length and tree
-branches (unless it names its own block size); the run's precision setting when the dtype is the
-run's, else `auto`. A variant of block size and/or drafter alone shares the run's target, so its
-reference is the run's `ar`, and `ar@bN` and `ar@NAME` are not modes.
+a drafter weight format (`dint8`, `ddense`: the drafter's runtime weights, as `--drafter-weights`
+sets them for a run), a drafter variant (a NAME registered with `--drafter-variant NAME=DIR`:
+letters, digits, `-` and `_`, never one of the other names, `bN` or `keep...`), or several joined
+by "+"; what it does not name is the run's. A drafter variant or drafter weight format changes
+only the drafting and runs on the run's target, so it joins only a block size and each other
+(`sync@new+b8`, `sync@new+dint8`), never a dtype or weight format. Each variant loads its own
+drafter (the run's, or the drafter variant's directory) and, when it names a dtype or weight
+format, its own target, once, in a `Pipeline` beside the run's, with the run's `--block-size`,
+`--drafter-weights`, verification length and tree branches (unless it names its own block size or
+drafter weight format); the run's precision setting when the dtype is the run's, else `auto`. A
+variant of block size, drafter and/or drafter weight format alone shares the run's target, so its
+reference is the run's `ar` (the drafter's weights never change the output, only acceptance), and
+`ar@bN`, `ar@NAME` and `ar@dint8` are not modes.
 
 Which output a mode is compared with:
 
@@ -60,7 +68,9 @@ SEPARATOR = "@"
 VARIANT_BASES = ("ar", "sync", "async", "tree", "tree-drafter", "tree-lookup")  # modes that run on a variant's target
 CROSS_TARGET_MODES = ("llamacpp",)  # compared with the run's ar as agreement only (besides ar@VARIANT)
 DRAFTER_NAME = re.compile(r"[A-Za-z0-9_-]+")  # a drafter variant's NAME
-RESERVED_NAME = re.compile(r"b\d+|keep.*|" + "|".join(map(re.escape, (*DTYPES, *WEIGHT_FORMATS))), re.IGNORECASE)
+DRAFTER_WEIGHT_TOKENS = {f"d{w}": w for w in WEIGHT_FORMATS}  # "dint8" -> "int8": the drafter's runtime weights
+RESERVED_NAME = re.compile(  # what a drafter variant's NAME may not be
+    r"b\d+|keep.*|" + "|".join(map(re.escape, (*DTYPES, *WEIGHT_FORMATS, *DRAFTER_WEIGHT_TOKENS))), re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -71,11 +81,18 @@ class Variant:
     weights: str | None = None  # a WEIGHT_FORMATS name
     block_size: int | None = None  # the drafter's block size B (bN)
     drafter: str | None = None  # a drafter variant's NAME (its directory: `--drafter-variant NAME=DIR`)
+    drafter_weights: str | None = None  # the drafter's runtime weight format, a WEIGHT_FORMATS name (dint8, ddense)
 
     @property
     def same_target(self) -> bool:
         """Whether the variant runs the run's own target (it changes only the drafting)."""
         return self.dtype is None and self.weights is None
+
+    @property
+    def changes_drafter(self) -> bool:
+        """Whether the variant drafts with another drafter than the run's (a drafter variant or drafter
+        weight format; a block size alone keeps the drafter, run with other blocks)."""
+        return self.drafter is not None or self.drafter_weights is not None
 
 
 def parse_variant(text: str) -> Variant | None:
@@ -95,6 +112,8 @@ def _setting(part: str) -> tuple[str, object] | None:
         return "dtype", part
     if part in WEIGHT_FORMATS:
         return "weights", part
+    if part in DRAFTER_WEIGHT_TOKENS:
+        return "drafter_weights", DRAFTER_WEIGHT_TOKENS[part]
     block = re.fullmatch(r"b(\d+)", part)
     if block and int(block.group(1)) >= 2:
         return "block_size", int(block.group(1))
@@ -105,11 +124,11 @@ def _setting(part: str) -> tuple[str, object] | None:
 
 def split_variant(mode: str) -> tuple[str, str | None]:
     """("sync", "int8") for "sync@int8"; (mode, None) for any mode that is not on a variant
-    (`ar` on a block-size or drafter variant is not one: it would be the run's `ar` again, or
-    plain decoding with a drafter)."""
+    (`ar` on a block-size, drafter or drafter-weights variant is not one: it would be the run's `ar`
+    again, or plain decoding with a drafter)."""
     base, _, suffix = mode.partition(SEPARATOR)
     variant = parse_variant(suffix) if base in VARIANT_BASES and suffix else None
-    if variant is not None and not (base == "ar" and (variant.same_target or variant.drafter)):
+    if variant is not None and not (base == "ar" and (variant.same_target or variant.changes_drafter)):
         return base, suffix
     return mode, None
 
@@ -119,6 +138,14 @@ def drafter_variant_of(mode: str) -> str | None:
     variant = split_variant(mode)[1]
     parsed = parse_variant(variant) if variant is not None else None
     return parsed.drafter if parsed is not None else None
+
+
+def changes_drafter(mode: str) -> bool:
+    """Whether a mode drafts with another drafter than the run's ("sync@new", "sync@dint8+b8"), so
+    that its own drafter is described apart."""
+    variant = split_variant(mode)[1]
+    parsed = parse_variant(variant) if variant is not None else None
+    return parsed is not None and parsed.changes_drafter
 
 
 # ---------------------------------------------------------------------------------------------
@@ -145,24 +172,28 @@ def parse_drafter_variants(specs: tuple[str, ...]) -> dict[str, str]:
 
 
 def check_drafter_modes(modes: tuple[str, ...], drafters: dict[str, str]) -> None:
-    """D3DError for a mode naming an unregistered NAME (or no known variant part at all), `ar@NAME`,
-    a drafter variant joined with a dtype or weight format, and a registered NAME no mode uses."""
+    """D3DError for a mode naming an unregistered NAME (or no known variant part at all), `ar@NAME`
+    or `ar@dint8`, a drafter variant or drafter weight format joined with a dtype or weight format,
+    and a registered NAME no mode uses."""
     used = set()
     for mode in modes:
         base, _, suffix = mode.partition(SEPARATOR)
         variant = parse_variant(suffix) if base in VARIANT_BASES and suffix else None
-        if variant is None or variant.drafter is None:
+        if variant is None or not variant.changes_drafter:
             continue
-        if variant.drafter not in drafters:
-            raise D3DError(f"unknown mode '{mode}': '{variant.drafter}' is no dtype, weight format, block size (bN) "
-                           f"or registered drafter variant (register one with --drafter-variant {variant.drafter}=DIR)")
+        if variant.drafter is not None and variant.drafter not in drafters:
+            raise D3DError(f"unknown mode '{mode}': '{variant.drafter}' is no dtype, weight format, block size (bN), "
+                           f"drafter weight format ({', '.join(DRAFTER_WEIGHT_TOKENS)}) or registered drafter variant "
+                           f"(register one with --drafter-variant {variant.drafter}=DIR)")
+        what = "a drafter variant" if variant.drafter else f"a drafter weight format (d{variant.drafter_weights})"
         if base == "ar":
-            raise D3DError(f"'{mode}' is not a mode: plain decoding uses no drafter (a drafter variant runs on the "
-                           "run's target, whose plain decoding is ar)")
+            raise D3DError(f"'{mode}' is not a mode: plain decoding uses no drafter ({what} runs on the run's "
+                           "target, whose plain decoding is ar)")
         if not variant.same_target:
-            raise D3DError(f"mode '{mode}': a drafter variant runs on the run's target and joins no dtype or weight "
-                           "format (set --dtype / --weights for the whole run)")
-        used.add(variant.drafter)
+            raise D3DError(f"mode '{mode}': {what} runs on the run's target and joins no dtype or weight format "
+                           "(set --dtype / --weights for the whole run)")
+        if variant.drafter is not None:
+            used.add(variant.drafter)
     unused = [name for name in drafters if name not in used]
     if unused:
         raise D3DError(f"drafter variant '{unused[0]}' is used by no mode: add e.g. sync@{unused[0]} to the modes")
@@ -251,7 +282,7 @@ def _load_variant(pipe: Pipeline, variant: str) -> Pipeline:
         target = load_target(run.name, run.device, dtype, precision, v.weights or run.weights, compiled)
     block_size = v.block_size or pipe.block_size
     other = Pipeline(target, _drafter_spec(pipe, v.drafter), block_size, copy.copy(pipe.async_config),
-                     pipe.ar_drafter_spec, pipe.ar_draft_tokens)
+                     pipe.ar_drafter_spec, pipe.ar_draft_tokens, v.drafter_weights or pipe.drafter_weights)
     other.draft_length = pipe.draft_length
     other.tree_branches = pipe.tree_branches
     return other

@@ -4,7 +4,9 @@
 tokenizer and the native runtime (or, for an architecture the runtime lacks, remembers why so
 that features needing it fail with a clear message). `load_drafter` returns the drafter shipped
 for the default target or the one asked for, and otherwise an untrained drafter initialised from
-the target's first layers, saying so. `Pipeline.stream` runs one prompt in one mode.
+the target's first layers, saying so; its layers take the target's weight format (dense or int8)
+unless `drafter_weights` (`--drafter-weights`) names another, which changes acceptance only, never
+the output. `Pipeline.stream` runs one prompt in one mode.
 
 This module knows nothing about benchmarks or the command line.
 
@@ -49,7 +51,7 @@ from d3d.models import hub
 from d3d.models.decoder import DecoderModel, load_decoder
 from d3d.models.compiled import compile_layers
 from d3d.models.precision import Precision, parse_precision
-from d3d.models.quantize import check_weights, quantize_decoder
+from d3d.models.quantize import WEIGHT_FORMATS, check_weights, quantize_decoder
 from d3d.models.drafter import Drafter, read_drafter_config
 
 SHIPPED_DRAFTERS_DIR = Path(__file__).resolve().parent.parent / "drafters"  # d3d/drafters/<target>/
@@ -57,6 +59,7 @@ UNTRAINED_LAYERS = 6  # layers of the fallback (untrained) drafter, taken from t
 UNTRAINED_SPEC = "untrained"  # --drafter untrained: the fallback even where a trained drafter ships
 DEFAULT_BLOCK_SIZE = 16
 NATIVE_MODES = ("ar", "sync", "async", "ar-drafter", "tree")
+DRAFTER_WEIGHT_CHOICES = ("auto", *WEIGHT_FORMATS)  # --drafter-weights: auto = the target's format
 
 
 def default_device() -> torch.device:
@@ -222,6 +225,7 @@ class DrafterChoice:
     description: str  # one line for the user: where it came from, trained or not
     block_size_override: str | None = None  # "trained with B=16, running with B=8" when --block-size changed it
     path: Path | None = None  # the drafter's directory (None: the untrained fallback)
+    weights: str = "dense"  # the drafter's runtime weight format (its layers; a shared LM head is the target's)
 
     @property
     def trained(self) -> bool:
@@ -236,11 +240,23 @@ def shipped_drafter_dir(target: Target) -> Path | None:
     return path if (path / "drafter_config.json").is_file() else None
 
 
-def load_drafter(target: Target, spec: str | None = None, block_size: int | None = None) -> DrafterChoice:
+def drafter_weight_format(target: Target, weights: str = "auto") -> str:
+    """The drafter's runtime weight format for a `--drafter-weights` value: "auto" is the target's."""
+    if weights not in DRAFTER_WEIGHT_CHOICES:
+        raise D3DError(f"unknown drafter weight format '{weights}' (choose from {', '.join(DRAFTER_WEIGHT_CHOICES)})")
+    return target.weights if weights == "auto" else weights
+
+
+def load_drafter(target: Target, spec: str | None = None, block_size: int | None = None,
+                 weights: str = "auto") -> DrafterChoice:
     """The drafter asked for, else the shipped one, else an untrained one (said plainly; also when
-    `spec` is "untrained")."""
+    `spec` is "untrained"), its layers in the runtime weight format `weights` ("auto": the target's).
+
+    The drafter's weights change only what it proposes (acceptance), never the output: the target
+    verifies every token. A shared LM head stays the target's in either format."""
     if block_size is not None and block_size < 2:
         raise D3DError(f"block size must be at least 2, got {block_size}")
+    runtime = drafter_weight_format(target, weights)
     model = target.native("speculative decoding")
     fingerprint = hub.tokenizer_fingerprint(target.tokenizer)
     path = None if spec == UNTRAINED_SPEC else Path(spec) if spec else shipped_drafter_dir(target)
@@ -262,15 +278,17 @@ def load_drafter(target: Target, spec: str | None = None, block_size: int | None
         )
         desc = (f"UNTRAINED drafter from the target's first {len(layers)} layers (no trained drafter ships "
                 f"for this target yet): expect tau near 1")
-    # the drafter's layers take the target's weight format; a shared LM head is the target's, quantized already
-    quantize_decoder(drafter.model, target.weights, head=not drafter.config.shared_embeddings)
+    # a shared LM head is the target's, in the target's format already; the drafter's own head takes its layers'
+    quantize_decoder(drafter.model, runtime, head=not drafter.config.shared_embeddings)
+    if runtime != target.weights:
+        desc += f"; runtime weights {runtime} (the target's: {target.weights})"
     override = None
     if block_size is not None and path is not None and block_size != drafter.config.block_size:
         override = f"trained with B={drafter.config.block_size}, running with B={block_size}"
         desc += f"; block size overridden ({override}): expect a different tau than trained"
     if block_size is not None:
         drafter.config.block_size = block_size
-    return DrafterChoice(drafter, desc, override, path)
+    return DrafterChoice(drafter, desc, override, path, runtime)
 
 
 class Pipeline:
@@ -278,10 +296,12 @@ class Pipeline:
 
     def __init__(self, target: Target, drafter_spec: str | None = None, block_size: int | None = None,
                  async_config: AsyncConfig | None = None, ar_drafter_spec: str | None = None,
-                 ar_draft_tokens: int = DEFAULT_AR_DRAFT_TOKENS) -> None:
+                 ar_draft_tokens: int = DEFAULT_AR_DRAFT_TOKENS, drafter_weights: str = "auto") -> None:
         self.target = target
         self.drafter_spec = drafter_spec
         self.block_size = block_size
+        drafter_weight_format(target, drafter_weights)  # a bad value fails before the drafter loads
+        self.drafter_weights = drafter_weights  # the drafter's runtime weight format: auto (the target's), dense, int8
         self.async_config = async_config or AsyncConfig()
         self.ar_drafter_spec = ar_drafter_spec
         if ar_draft_tokens < 1:
@@ -297,12 +317,13 @@ class Pipeline:
     def load(cls, target: str | None = None, drafter: str | None = None, block_size: int | None = None,
              device: str | None = None, async_config: AsyncConfig | None = None,
              dtype: str | torch.dtype | None = None, precision: Precision | str | None = None,
-             weights: str = "dense", compiled: bool = False) -> Pipeline:
-        return cls(load_target(target, device, dtype, precision, weights, compiled), drafter, block_size, async_config)
+             weights: str = "dense", compiled: bool = False, drafter_weights: str = "auto") -> Pipeline:
+        return cls(load_target(target, device, dtype, precision, weights, compiled), drafter, block_size, async_config,
+                   drafter_weights=drafter_weights)
 
     @cached_property
     def drafter(self) -> DrafterChoice:
-        choice = load_drafter(self.target, self.drafter_spec, self.block_size)
+        choice = load_drafter(self.target, self.drafter_spec, self.block_size, self.drafter_weights)
         if choice.block_size_override:
             print(f"[d3d] warning: --block-size overrides the drafter's ({choice.block_size_override})", file=sys.stderr)
         return choice
@@ -345,7 +366,7 @@ class Pipeline:
         """Asynchronous decoding: a drafting worker that loads this pipeline's drafter itself."""
         t = self.target
         remote = partial(worker_drafter, t.name, str(t.model_dir), self.drafter_spec, self.block_size, t.dtype, str(t.device),
-                         t.weights)
+                         t.weights, self.drafter_weights)
         return AsyncRunner(t.native("asynchronous decoding"), remote, lambda: self.drafter.drafter, self.async_config)
 
     def close(self) -> None:
@@ -442,12 +463,13 @@ def stats_for(mode: str) -> DecodeStats:
 
 def worker_drafter(
     target_name: str, model_dir: str, drafter_spec: str | None, block_size: int | None, dtype: torch.dtype, device: str,
-    weights: str = "dense",
+    weights: str = "dense", drafter_weights: str = "auto",
 ) -> Drafter:
     """The pipeline's drafter, loaded in a drafting worker process: the same resolution as
-    `load_drafter`, with only the target's embeddings and LM head loaded (no target layers)."""
+    `load_drafter`, with only the target's embeddings and LM head loaded (no target layers), the
+    head in the target's format `weights`, the drafter's layers in `drafter_weights`."""
     config = hub.load_config(Path(model_dir))
     embeddings = quantize_decoder(load_decoder(model_dir, layers=[], dtype=dtype, device=device, config=config), weights)
     target = Target(target_name, Path(model_dir), hub.load_tokenizer(Path(model_dir)), embeddings, None, dtype,
                     torch.device(device), weights)
-    return load_drafter(target, drafter_spec, block_size).drafter
+    return load_drafter(target, drafter_spec, block_size, drafter_weights).drafter

@@ -24,5 +24,13 @@ def add_runtime_flags(p: argparse.ArgumentParser) -> None:
                    help="precision switches: auto (all below float32), none, all, or a comma list of exact-logits, "
                         "fp32-residual, fp32-attention, fixed-key-span (docs/runtime.md)")
     p.add_argument("--weights", default="dense", choices=["dense", "int8"],
-                   help="int8: weight-only int8 projections (activations in --dtype) for the target and the drafter; "
-                        "that model is then the target of every mode")
+                   help="int8: weight-only int8 projections (activations in --dtype) for the target and the drafter "
+                        "(unless --drafter-weights says otherwise); that model is then the target of every mode")
+
+
+def add_drafter_weights_flag(p: argparse.ArgumentParser) -> None:
+    """--drafter-weights: the drafter's runtime weight format (commands that load a drafter: generate, bench, serve)."""
+    p.add_argument("--drafter-weights", default="auto", choices=["auto", "dense", "int8"],
+                   help="the drafter's runtime weights: auto = the target's (--weights); int8 = weight-only int8 layer "
+                        "projections (a shared LM head stays the target's); changes acceptance and drafting time, "
+                        "never the output (the target verifies every token)")

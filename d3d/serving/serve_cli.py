@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from d3d.serving.flags import add_model_flags, add_runtime_flags
+from d3d.serving.flags import add_drafter_weights_flag, add_model_flags, add_runtime_flags
 from d3d.serving.loadtest import add_loadtest_parser
 
 
@@ -24,6 +24,7 @@ def add_serve_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8000, help="TCP port")
     add_model_flags(p)
     add_runtime_flags(p)
+    add_drafter_weights_flag(p)
     p.add_argument("--max-batch", type=int, default=8, help="requests decoded together per round")
     p.add_argument("--max-queue", type=int, default=64, help="requests waiting beyond the batch; more get 429")
     p.add_argument("--served-model-name", default=None, help="the model id clients pass (default: the target's name)")
@@ -47,5 +48,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         host=args.host, port=args.port, target=args.target, drafter=args.drafter, dtype=args.dtype,
         device=args.device, max_batch=args.max_batch, max_queue=args.max_queue,
         served_model_name=args.served_model_name, draft_length=args.draft_length, drain_s=args.drain_seconds,
-        log_level=args.log_level, precision=args.precision, weights=args.weights, max_body_bytes=args.max_body_bytes, max_prompt_chars=args.max_prompt_chars,
+        log_level=args.log_level, precision=args.precision, weights=args.weights,
+        drafter_weights=args.drafter_weights, max_body_bytes=args.max_body_bytes,
+        max_prompt_chars=args.max_prompt_chars,
     ))

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from d3d.errors import D3DError
 
 DTYPE_NAMES = ("auto", "bfloat16", "float16", "float32")
+DRAFTER_WEIGHT_NAMES = ("auto", "dense", "int8")  # `pipeline.DRAFTER_WEIGHT_CHOICES`, spelled here to keep torch out
 
 
 @dataclass
@@ -45,12 +46,16 @@ class ServeConfig:
     log_level: str = "warning"  # uvicorn's log level
     precision: str = "auto"  # precision switches: a preset or switch names (`d3d/models/precision.py`)
     weights: str = "dense"  # "int8": weight-only int8 target and drafter (`d3d/models/quantize.py`)
+    drafter_weights: str = "auto"  # the drafter's runtime weights: auto (the target's), dense or int8
     max_body_bytes: int = 4 * 1024 * 1024  # request bodies beyond this get a 413
     max_prompt_chars: int = 0  # prompt text beyond this many characters is refused before tokenizing; 0 = 16 per context token
 
     def validate(self) -> None:
         if self.dtype not in DTYPE_NAMES:
             raise D3DError(f"unknown dtype '{self.dtype}' (choose from {', '.join(DTYPE_NAMES)})")
+        if self.drafter_weights not in DRAFTER_WEIGHT_NAMES:
+            raise D3DError(f"unknown drafter weight format '{self.drafter_weights}' "
+                           f"(choose from {', '.join(DRAFTER_WEIGHT_NAMES)})")
         if not 0 <= self.port < 65536:
             raise D3DError(f"--port must be in 0..65535, got {self.port}")
         if self.max_batch < 1 or self.max_queue < 0:
@@ -72,7 +77,7 @@ def build(cfg: ServeConfig, log=print):
     cfg.validate()
     target = load_target(cfg.target, cfg.device, cfg.dtype, cfg.precision, cfg.weights)  # the pipeline resolves "auto"
     model = target.native("serving")
-    choice = load_drafter(target, cfg.drafter)
+    choice = load_drafter(target, cfg.drafter, weights=cfg.drafter_weights)
     log(f"[d3d serve] target {target.name} ({target.dtype}, {target.weights} weights, {target.device}); {choice.description}")
     drafter = choice.drafter
     served = ServedModel(cfg.served_model_name or target.name, target.tokenizer, target.context_length,
