@@ -74,7 +74,7 @@ def test_dense_drafter_on_an_int8_target_equals_plain_decoding(tiny_chat_model_d
     assert_lossless(pipe, ("sync", "tree"))
 
 
-@pytest.mark.parametrize("weights, drafter_weights", [("dense", "int8"), ("int8", "dense")])
+@pytest.mark.parametrize("weights, drafter_weights", [("dense", "int8"), ("int8", "dense"), ("int8", "auto")])
 def test_drafting_vocabulary_projects_through_the_shared_head(tiny_chat_model_dir, weights, drafter_weights):
     """The drafting vocabulary selects rows of the shared LM head in its own format (dense rows under
     int8 layers, int8 rows under dense layers): the same logits on those rows as the full head's."""

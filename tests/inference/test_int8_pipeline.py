@@ -31,17 +31,6 @@ def test_int8_greedy_speculative_equals_int8_plain_decoding(tiny_chat_model_dir,
                                    dense.target.model.lm_head(torch.ones(1, 64, dtype=target.dtype)))
 
 
-def test_int8_drafting_vocabulary_projects_through_the_int8_head(tiny_chat_model_dir):
-    pipe = Pipeline.load(str(tiny_chat_model_dir), drafter="untrained", block_size=4, dtype="float32", weights="int8")
-    drafter = pipe.drafter.drafter
-    hidden = torch.randn(2, 64, generator=torch.Generator().manual_seed(0))
-    full = drafter.project(hidden)
-    drafter.set_draft_vocab(torch.arange(10, 40))
-    sub = drafter.project(hidden)
-    assert torch.isinf(sub[:, :10]).all() and torch.isinf(sub[:, 40:]).all()
-    torch.testing.assert_close(sub[:, 10:40], full[:, 10:40])
-
-
 def test_precision_setting_reaches_the_model(tiny_chat_model_dir):
     bf16 = load_target(str(tiny_chat_model_dir), "cpu", "bfloat16")
     assert bf16.model.precision == Precision.all()
