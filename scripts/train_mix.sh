@@ -8,6 +8,7 @@
 # RECIPE=recipes/smollm2-d3d-mix6.yaml the sixth (adds the HumanEval-shaped task answers, tasks_bf16);
 # RECIPE=recipes/smollm2-d3d-mix7.yaml the seventh (all task answers, twice, with mix2_bf16).
 # RECIPE=recipes/smollm2-d3d-mix9.yaml the ninth (adds the second task file's answers, tasks2_bf16, listed twice).
+# RECIPE=recipes/smollm2-d3d-mix10.yaml the tenth (the ninth's drafter; the second task file fully answered).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python

@@ -155,7 +155,7 @@ class BenchConfig:
     draft_length: str = "auto"  # rows verified per sync round: "auto" (chosen per round) or k
     tree_branches: str = "drafter,lookup"  # mode tree: candidate sources of the token tree (tree-drafter / tree-lookup: one each)
     precision: str = "auto"  # precision switches: a preset (auto, none, all) or switch names (`precision.py`)
-    weights: str = "dense"  # "int8": weight-only int8 target and drafter for every mode (`quantize.py`)
+    weights: str = "auto"  # "int8": weight-only int8 target and drafter for every mode; auto: packed where it runs (`quantize.py`)
     drafter_weights: str = "auto"  # the drafter's runtime weights: "auto" (the target's), "dense" or "int8"
     compile: bool = False  # torch.compile each target layer's MLP and norms (`compiled.py`)
     drafter_variants: tuple[str, ...] = ()  # "NAME=DIR": modes MODE@NAME draft with DIR on the run's target (variants.py)
@@ -246,7 +246,7 @@ class BenchConfig:
         unused += () if self.prefill_keep else ("prefill_keep", "prefill_chunk")
         unused += self._unused_selector_keys()
         unused += ("precision",) if self.precision == "auto" else ()  # keys of runs made before these settings
-        unused += ("weights",) if self.weights == "dense" else ()
+        unused += ("weights",) if self.weights == "dense" else ()  # "auto" (now the default) is a key: a new timing
         unused += ("drafter_weights",) if self.drafter_weights == "auto" else ()
         unused += ("compile",) if not self.compile else ()
         unused += ("drafter_variants",) if not self.drafter_variants else ()

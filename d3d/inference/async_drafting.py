@@ -158,7 +158,7 @@ class SuccessorDrafter:
         anchor = torch.tensor(self.committed[-1:], device=self.device)
         pos = torch.tensor([len(self.committed) - 1], device=self.device)
         with self._on_stream():
-            logits = self.drafter.block_logits(self.cache, clean, anchor, pos)[0, :num_tokens]
+            logits = self.drafter.block_logits(self.cache, clean, anchor, pos, num_tokens)[0]
         reply = self._propose(logits, hit)
         self._record("draft", start, rows=clean.shape[1] + self.block_size)
         reply.events += self.take_events()
@@ -297,7 +297,8 @@ Request = Begin | Commit | Finish | Calibrate
 def serve(core: SuccessorDrafter, receive: Callable[[], Any], send: Callable[[Any], None]) -> None:
     """Answer requests until None arrives; after each draft, speculate before reading the next.
 
-    An exception is reported once as a `WorkerError` and ends the loop.
+    An exception is reported once as a `WorkerError` and ends the loop; a closed connection (the
+    target's process gone without a goodbye) ends it quietly: there is nobody left to tell.
     """
     try:
         with torch.inference_mode():
@@ -305,6 +306,8 @@ def serve(core: SuccessorDrafter, receive: Callable[[], Any], send: Callable[[An
                 send(request.apply(core))
                 if request.speculates:
                     core.speculate()
+    except (EOFError, BrokenPipeError):
+        return
     except Exception:  # reported to the target, which falls back to synchronous drafting
         send(WorkerError(traceback.format_exc()))
 

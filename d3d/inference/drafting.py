@@ -70,7 +70,7 @@ class DrafterSource(DraftSource):
         self.cache.reserve(capacity)
 
     def propose(self, committed: Tensor, num_tokens: int) -> Draft:
-        logits = self.drafter.draft_logits(self.cache, committed)[0, :num_tokens]  # [n, V]
+        logits = self.drafter.draft_logits(self.cache, committed, num_tokens)[0]  # [n, V]
         if self.sampling.greedy:
             tokens, confidence = self.drafter.most_likely(logits)
             return Draft(tokens, confidence=confidence)

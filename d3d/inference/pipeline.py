@@ -51,7 +51,7 @@ from d3d.models import hub
 from d3d.models.decoder import DecoderModel, load_decoder
 from d3d.models.compiled import compile_layers
 from d3d.models.precision import Precision, parse_precision
-from d3d.models.quantize import WEIGHT_FORMATS, check_weights, quantize_decoder
+from d3d.models.quantize import WEIGHT_FORMATS, quantize_decoder, resolve_weights
 from d3d.models.drafter import Drafter, read_drafter_config
 
 SHIPPED_DRAFTERS_DIR = Path(__file__).resolve().parent.parent / "drafters"  # d3d/drafters/<target>/
@@ -187,7 +187,7 @@ class Target:
 
 def load_target(
     spec: str | None = None, device: torch.device | str | None = None, dtype: torch.dtype | str | None = None,
-    precision: Precision | str | None = None, weights: str = "dense", compiled: bool = False,
+    precision: Precision | str | None = None, weights: str = "auto", compiled: bool = False,
 ) -> Target:
     """The target named by `spec` on `device` in `dtype` (a torch dtype or a `--dtype` value; None:
     float32 on a CPU, bfloat16 on CUDA; "auto": `default_dtype`).
@@ -196,14 +196,16 @@ def load_target(
     differences between passes the runtime removes: by default, below float32 it keeps its residual
     stream, attention and top logits in float32, so that greedy speculative output stays equal to
     plain decoding except at near ties (docs/design.md, "Precision and near ties").
-    `weights` "int8" quantizes the projections (`quantize.py`): that model is then the target.
+    `weights` "int8" quantizes the projections (`quantize.py`): that model is then the target;
+    "packed" prepacks the dense bfloat16 ones for a CPU (`packed.py`: the same logits, faster);
+    "auto" is "packed" where that runs (and the run is not `compiled`), else "dense".
     `compiled` compiles each layer's MLP and norms with torch.compile (`compiled.py`; eager by default).
     """
     device = torch.device(device) if device is not None else default_device()
     dtype = resolve_dtype(dtype, device)
     warn_slow_cpu_dtype(dtype, device)
     chosen = parse_precision(precision, dtype)  # bad names fail before anything loads
-    weights = check_weights(weights)
+    weights = resolve_weights("dense" if compiled and weights == "auto" else weights, dtype, device)
     model_dir = hub.resolve_model_dir(spec)
     tokenizer = hub.load_tokenizer(model_dir)
     config = hub.load_config(model_dir)
@@ -317,7 +319,7 @@ class Pipeline:
     def load(cls, target: str | None = None, drafter: str | None = None, block_size: int | None = None,
              device: str | None = None, async_config: AsyncConfig | None = None,
              dtype: str | torch.dtype | None = None, precision: Precision | str | None = None,
-             weights: str = "dense", compiled: bool = False, drafter_weights: str = "auto") -> Pipeline:
+             weights: str = "auto", compiled: bool = False, drafter_weights: str = "auto") -> Pipeline:
         return cls(load_target(target, device, dtype, precision, weights, compiled), drafter, block_size, async_config,
                    drafter_weights=drafter_weights)
 

@@ -37,6 +37,7 @@ from d3d.errors import D3DError
 from d3d.models.attention import Rows
 from d3d.models.decoder import DecoderModel, build_from_state, load_decoder
 from d3d.models.kv_cache import KVCache
+from d3d.models.packed import pack_linear
 from d3d.models.quantize import Int8Linear
 from d3d.models.weight_storage import check_storage, decode_state, read_tensors, write_weights
 
@@ -105,7 +106,7 @@ class Drafter(torch.nn.Module):
         config.validate()
         self.model = model
         self.register_buffer("draft_vocab", None, persistent=False)  # sorted token ids, or None = all
-        self._head_rows: tuple[Tensor, Tensor | Int8Linear] | None = None  # (the LM head it was cut from, its rows)
+        self._head_rows: tuple[Tensor, torch.nn.Module] | None = None  # (the LM head it was cut from, its rows)
         self.config = config
 
     @property
@@ -116,12 +117,12 @@ class Drafter(torch.nn.Module):
         return self.model.new_cache(1, capacity)
 
     def share_embeddings_with(self, target: DecoderModel) -> None:
-        """Use the target's embedding matrix and LM head (tied Parameters, no copy; an int8 head,
-        `quantize.py`, is shared as a module)."""
+        """Use the target's embedding matrix and LM head (tied Parameters, no copy; an int8 or packed
+        head, `quantize.py`, is shared as a module)."""
         self.model.model.embed_tokens.weight = target.model.embed_tokens.weight
-        if isinstance(target.lm_head, torch.nn.Linear):
+        if type(target.lm_head) is torch.nn.Linear:
             self.model.lm_head.weight = target.lm_head.weight
-        else:
+        else:  # int8 or packed (`packed.py`): the module itself
             self.model.lm_head = target.lm_head
 
     @classmethod
@@ -196,9 +197,10 @@ class Drafter(torch.nn.Module):
         else:
             weight = head.weight
             cut = self._head_rows
-            if cut is None or cut[0] is not weight or cut[1].device != hidden.device:
-                self._head_rows = (weight, weight.detach()[self.draft_vocab.to(weight.device)].to(hidden.device))
-            sub, vocab = torch.nn.functional.linear(rows, self._head_rows[1]), weight.shape[0]
+            if cut is None or cut[0] is not weight or cut[1].weight.device != hidden.device:
+                rows_of = weight.detach()[self.draft_vocab.to(weight.device)].to(hidden.device)
+                self._head_rows = (weight, head_layer(rows_of, packed=self.model.weights == "packed"))
+            sub, vocab = self._head_rows[1](rows), weight.shape[0]
         return self._scatter_vocab(sub, vocab).view(*hidden.shape[:-1], vocab)
 
     def _scatter_vocab(self, sub: Tensor, vocab: int) -> Tensor:
@@ -270,17 +272,19 @@ class Drafter(torch.nn.Module):
             drafter.set_draft_vocab(draft_vocab)
         return drafter
 
-    def draft_logits(self, cache: KVCache, committed: Tensor) -> Tensor:
+    def draft_logits(self, cache: KVCache, committed: Tensor, rows: int | None = None) -> Tensor:
         """Logits [1, B-1, vocab] for the block anchored at the last committed token.
 
         committed: [1, n] every committed token; those beyond `cache.length` (the anchor included)
         are fed as clean rows and cached, so the cache ends holding all of `committed`.
+        `rows` (see `block_logits`): only the first drafted tokens' logits, [1, rows, vocab].
         """
         n = committed.shape[1]
         anchor_pos = torch.tensor([n - 1], device=committed.device)
-        return self.block_logits(cache, committed[:, cache.length :], committed[0, -1:], anchor_pos)
+        return self.block_logits(cache, committed[:, cache.length :], committed[0, -1:], anchor_pos, rows)
 
-    def block_logits(self, cache: KVCache, clean: Tensor, anchors: Tensor, anchor_pos: Tensor) -> Tensor:
+    def block_logits(self, cache: KVCache, clean: Tensor, anchors: Tensor, anchor_pos: Tensor,
+                     rows: int | None = None) -> Tensor:
         """Logits [k, B-1, vocab] of k blocks `[anchor, M, ..., M]` drafted in one pass.
 
         clean: [1, n] tokens fed as clean rows at positions cache.length.. and cached (n may be 0).
@@ -289,9 +293,13 @@ class Drafter(torch.nn.Module):
         row under causal block attention), nothing else, so
         one pass drafts any set of blocks whose prefixes are prefixes of the clean sequence: the
         one block of synchronous drafting, or every successor branch of asynchronous drafting.
-        Only the B-1 predicting rows of each block go through the LM head.
+        Only the B-1 predicting rows of each block go through the LM head, or with `rows` only the
+        first `rows` of them ([k, rows, vocab]; the block pass itself is unchanged, so these logits
+        equal the first rows of the full call): a round that verifies fewer tokens than B-1 does not
+        pay the head and the vocabulary scatter for the rest.
         """
-        return self.project(self.block_hidden(cache, clean, anchors, anchor_pos))
+        hidden = self.block_hidden(cache, clean, anchors, anchor_pos)
+        return self.project(hidden if rows is None else hidden[:, :rows])
 
     def block_hidden(self, cache: KVCache, clean: Tensor, anchors: Tensor, anchor_pos: Tensor) -> Tensor:
         """Final hidden states [k, B-1, hidden] of the rows predicting drafted tokens 1..B-1 (see `block_logits`)."""
@@ -302,6 +310,14 @@ class Drafter(torch.nn.Module):
         rows = Rows.with_blocks(clean_rows, blocks, anchor_pos.view(1, k), self.config.causal_blocks)
         hidden = self.model.hidden_states(rows, cache)[0, rows.num_clean :]  # [k*B, hidden]
         return predicting_rows(hidden.view(k, bs, -1), self.config.labels)
+
+
+def head_layer(rows: Tensor, packed: bool) -> torch.nn.Module:
+    """A bias-free layer projecting onto the head rows [n, h] (a drafting vocabulary's), packed
+    (`packed.py`) when the drafter's weights are."""
+    layer = torch.nn.Linear(rows.shape[1], rows.shape[0], bias=False, device="meta")
+    layer.weight = torch.nn.Parameter(rows, requires_grad=False)
+    return pack_linear(layer) if packed else layer
 
 
 def label_offset(labels: str) -> int:

@@ -18,6 +18,9 @@ The token embeddings stay dense (a step reads one row of them). int4 is not offe
 int4 kernel (`_weight_int4pack_mm_for_cpu`) exists but needs group-wise scales and zero points and
 a packed layout; that is left for later.
 
+`quantize_decoder` also applies the third weight format, "packed" (dense bfloat16 weights prepacked
+for oneDNN on a CPU, `packed.py`), which changes time only.
+
 This module knows nothing about drafting or decoding.
 
     quantize_decoder(model, "int8")          # in place; model.weights == "int8"
@@ -30,8 +33,10 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from d3d.errors import D3DError
+from d3d.models.packed import check_packing, pack_decoder, packing_available
 
-WEIGHT_FORMATS = ("dense", "int8")  # values of every --weights flag
+WEIGHT_FORMATS = ("dense", "int8", "packed")  # the runtime weight formats ("packed": `packed.py`)
+WEIGHT_CHOICES = ("auto", *WEIGHT_FORMATS)  # values of every --weights flag: auto = packed where it runs, else dense
 INT8_MAX = 127
 KERNEL_DTYPES = (torch.float32, torch.bfloat16, torch.float16)  # activation dtypes of the CPU kernel
 
@@ -102,11 +107,27 @@ def check_weights(weights: str) -> str:
     return weights
 
 
+def resolve_weights(weights: str, dtype: torch.dtype, device: torch.device | str) -> str:
+    """The weight format a `--weights` value means for a model in `dtype` on `device`: "auto" is
+    "packed" where packing runs (bfloat16 on a CPU with native bfloat16: the same logits, faster
+    passes) and "dense" elsewhere; any other value is itself, checked."""
+    if weights == "auto":
+        return "packed" if packing_available(dtype, device) else "dense"
+    if check_weights(weights) == "packed":
+        check_packing(dtype, device)  # before anything loads
+    return weights
+
+
 @torch.no_grad()
 def quantize_decoder(model: nn.Module, weights: str, head: bool = True) -> nn.Module:
     """Replace the projections of a `DecoderModel` (in place) by int8 ones; `head`: the LM head too
-    (False for a drafter whose head is the target's, already quantized). "dense" changes nothing."""
+    (False for a drafter whose head is the target's, already quantized). "dense" changes nothing;
+    "packed" keeps the dense weights and prepacks them (`packed.py`: the same logits, faster)."""
     if check_weights(weights) == "dense":
+        return model
+    if weights == "packed":
+        pack_decoder(model, head)
+        model.weights = weights
         return model
     for layer in model.model.layers:
         for parent in (layer.self_attn, layer.mlp):

@@ -23,14 +23,16 @@ def add_runtime_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default="auto",
                    help="precision switches: auto (all below float32), none, all, or a comma list of exact-logits, "
                         "fp32-residual, fp32-attention, fixed-key-span (docs/runtime.md)")
-    p.add_argument("--weights", default="dense", choices=["dense", "int8"],
+    p.add_argument("--weights", default="auto", choices=["auto", "dense", "int8", "packed"],
                    help="int8: weight-only int8 projections (activations in --dtype) for the target and the drafter "
-                        "(unless --drafter-weights says otherwise); that model is then the target of every mode")
+                        "(unless --drafter-weights says otherwise); that model is then the target of every mode. "
+                        "packed: the dense bfloat16 weights prepacked for oneDNN on a CPU (the same logits bit for "
+                        "bit, faster passes; needs --dtype bfloat16). auto (default): packed where it runs, else dense")
 
 
 def add_drafter_weights_flag(p: argparse.ArgumentParser) -> None:
     """--drafter-weights: the drafter's runtime weight format (commands that load a drafter: generate, bench, serve)."""
-    p.add_argument("--drafter-weights", default="auto", choices=["auto", "dense", "int8"],
+    p.add_argument("--drafter-weights", default="auto", choices=["auto", "dense", "int8", "packed"],
                    help="the drafter's runtime weights: auto = the target's (--weights); int8 = weight-only int8 layer "
-                        "projections (a shared LM head stays the target's); changes acceptance and drafting time, "
+                        "projections (a shared LM head stays the target's); packed = prepacked bfloat16; int8 changes acceptance, "
                         "never the output (the target verifies every token)")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from d3d.errors import D3DError
 
 DTYPE_NAMES = ("auto", "bfloat16", "float16", "float32")
-DRAFTER_WEIGHT_NAMES = ("auto", "dense", "int8")  # `pipeline.DRAFTER_WEIGHT_CHOICES`, spelled here to keep torch out
+DRAFTER_WEIGHT_NAMES = ("auto", "dense", "int8", "packed")  # `pipeline.DRAFTER_WEIGHT_CHOICES`, spelled here to keep torch out
 
 
 @dataclass
@@ -45,7 +45,7 @@ class ServeConfig:
     drain_s: float = 30.0  # on SIGTERM, seconds running requests may still finish
     log_level: str = "warning"  # uvicorn's log level
     precision: str = "auto"  # precision switches: a preset or switch names (`d3d/models/precision.py`)
-    weights: str = "dense"  # "int8": weight-only int8 target and drafter (`d3d/models/quantize.py`)
+    weights: str = "auto"  # "int8": weight-only int8 target and drafter; "packed": prepacked bfloat16; auto: packed where it runs
     drafter_weights: str = "auto"  # the drafter's runtime weights: auto (the target's), dense or int8
     max_body_bytes: int = 4 * 1024 * 1024  # request bodies beyond this get a 413
     max_prompt_chars: int = 0  # prompt text beyond this many characters is refused before tokenizing; 0 = 16 per context token

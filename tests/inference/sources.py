@@ -54,9 +54,9 @@ class TargetAsDrafter:
     def new_cache(self) -> FakeCache:
         return FakeCache()
 
-    def draft_logits(self, cache, committed: Tensor) -> Tensor:
+    def draft_logits(self, cache, committed: Tensor, rows: int | None = None) -> Tensor:
         """[1, 1, V]: the target's logits after committed [1, n] (recomputed in full, no cache)."""
-        return self.target(Rows.clean(committed, 0), logits_from=committed.shape[1] - 1)
+        return self.target(Rows.clean(committed, 0), logits_from=committed.shape[1] - 1)[:, :rows]
 
 
 class FakeCache:
@@ -113,7 +113,8 @@ class ScriptedDrafter:
             logits[r] = -30.0  # far outside any fan-out
         return logits
 
-    def block_logits(self, cache: FakeCache, clean: Tensor, anchors: Tensor, anchor_pos: Tensor) -> Tensor:
+    def block_logits(self, cache: FakeCache, clean: Tensor, anchors: Tensor, anchor_pos: Tensor,
+                     rows: int | None = None) -> Tensor:
         self.passes += 1
         if self.fail_after is not None and self.passes > self.fail_after:
             raise RuntimeError("scripted drafter failure")
@@ -123,4 +124,5 @@ class ScriptedDrafter:
             assert int(anchor_pos[0]) == cache.length, "sync draft: the cache must hold exactly the tokens before the anchor"
         cache.length = known
         bs = self.block_size
-        return torch.stack([torch.stack([self.scores(int(p) + j) for j in range(1, bs)]) for p in anchor_pos])
+        out = torch.stack([torch.stack([self.scores(int(p) + j) for j in range(1, bs)]) for p in anchor_pos])
+        return out[:, :rows]

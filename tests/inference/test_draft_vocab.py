@@ -162,3 +162,22 @@ def test_cli_writes_a_copy_whose_async_and_sync_output_is_identical(tiny_chat_mo
     pipe.close()
     assert main(["draft-vocab", "--drafter", str(src), "--data", str(data), "--out", str(src),
                  "--target", str(tiny_chat_model_dir)]) == 2
+
+
+@pytest.mark.parametrize("vocab", [None, torch.tensor([3, 17, 50, 90])])
+def test_first_rows_equal_the_full_blocks_first_rows(tiny_llama_dir, vocab):
+    """`rows` projects only the first drafted positions of every block; the block pass is the same,
+    so those logits are the full call's first rows (one block and two packed blocks)."""
+    _, drafter = tiny_drafter(tiny_llama_dir)
+    drafter.set_draft_vocab(vocab)
+    ids = prompt(0)
+    full = drafter.draft_logits(drafter.new_cache(), ids)
+    for rows in (1, 2, 3):
+        got = drafter.draft_logits(drafter.new_cache(), ids, rows)
+        assert got.shape == (1, rows, full.shape[-1])
+        torch.testing.assert_close(got, full[:, :rows], rtol=1e-12, atol=1e-12)
+    n = ids.shape[1]
+    anchors, pos = ids[0, [n - 3, n - 1]], torch.tensor([n - 3, n - 1])
+    both = drafter.block_logits(drafter.new_cache(), ids[:, :-1], anchors, pos)
+    two = drafter.block_logits(drafter.new_cache(), ids[:, :-1], anchors, pos, 2)
+    torch.testing.assert_close(two, both[:, :2], rtol=1e-12, atol=1e-12)
