@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 DEMO_PROMPT = "Write a Python function that returns the n-th Fibonacci number, with a short docstring."  # the Makefile's PROMPT
-TABLE_MODES = ("ar", "pld", "sync", "sync@b8", "async", "tree", "ar@int8", "llamacpp")  # issue 16's modes (ar,
-# pld, sync, async) plus sync drafting blocks of 8 (a cheaper drafter pass), the tree, int8 plain decoding and
+TABLE_MODES = ("ar", "pld", "sync", "sync@b8", "async", "tree", "ar@int8", "ar@dense", "llamacpp")  # issue 16's
+# modes (ar, pld, sync, async) plus sync drafting blocks of 8 (a cheaper drafter pass), the tree, int8 plain decoding,
+# the run's target unpacked (`ar@dense`: the run's default weights are packed where that runs, `packed.py`) and
 # llama.cpp (only where `import llama_cpp` works). The branch
 # ablations (tree-drafter, tree-lookup), sync@int8 and the float32 baseline are in earlier pages (git history):
 # the quiet window on 2 cores is short.
@@ -38,9 +39,10 @@ class ResultsConfig:
     data_dtypes: tuple[str, ...] = ("float32", "bfloat16")  # dtypes measured
     data_tokens: int = 64  # response budget of the data-throughput runs
     cost_sizes: str = "1,2,4,8,16,24,32,48,64"  # pass sizes of the cost tables
-    cost_builds: tuple[tuple[str, str], ...] = (("bfloat16", "dense"), ("bfloat16", "int8"), ("float32", "dense"),
-                                                ("float32", "int8"))  # (dtype, weights) of the cost tables
-    profile_builds: tuple[tuple[str, str], ...] = (("bfloat16", "dense"), ("bfloat16", "int8"))  # `d3d cost --profile`
+    cost_builds: tuple[tuple[str, str], ...] = (("bfloat16", "packed"), ("bfloat16", "dense"), ("bfloat16", "int8"),
+                                                ("float32", "dense"), ("float32", "int8"))  # (dtype, weights) of the cost tables
+    profile_builds: tuple[tuple[str, str], ...] = (("bfloat16", "packed"), ("bfloat16", "dense"),
+                                                   ("bfloat16", "int8"))  # `d3d cost --profile`
     load_concurrency: str = "1,2,4,8"  # client counts of the load test
     load_requests: int = 8  # requests per (concurrency, speculation) phase
     load_tokens: int = 64  # max_tokens of each load-test request

@@ -139,11 +139,11 @@ def _build(dtype: str, weights: str) -> str:
 def cost_steps(cfg: ResultsConfig) -> list[Step]:
     steps = []
     for dtype, weights in cfg.cost_builds:
-        extra = ["--weights", weights] if weights != "dense" else []
+        extra = ["--weights", weights]  # always said: the default (auto) is packed where that runs
         steps.append(Step(f"{dtype}_{weights}", ["d3d", "cost", "--dtype", dtype, "--sizes", cfg.cost_sizes, *extra,
                                                  *_model_args(cfg, drafter=False)]))
     for dtype, weights in cfg.profile_builds:
-        extra = ["--weights", weights] if weights != "dense" else []
+        extra = ["--weights", weights]
         steps.append(Step(f"profile_{dtype}_{weights}", ["d3d", "cost", "--profile", "--dtype", dtype, *extra,
                                                          *_model_args(cfg, drafter=False)]))
     return steps
@@ -242,7 +242,9 @@ def table_render(cfg: ResultsConfig, outputs: dict[str, StepOutput]) -> list[str
              "vs ar` is plain decoding's total wall time over the mode's (prefill included); `vs fastest plain` is "
              "the mode's tokens/s over the fastest plain decoding of the run (`ar`, `ar@float32` or `ar@int8`). A "
              "mode on another build (`sync@int8`, `tree@int8`) must equal plain decoding of that build; plain decoding "
-             "on another build and llama.cpp are compared with `ar` as agreement only. Outputs that differ are "
+             "on another build and llama.cpp are compared with `ar` as agreement only. `ar` runs the default "
+             "weights (`--weights auto`: packed bfloat16 where that runs, `docs/runtime.md`); `ar@dense` is the same "
+             "target unpacked, bit for bit the same logits, so it must be identical. Outputs that differ are "
              "judged by agreement rule 3 (`agreement.py`): a near tie is replayed in each run's own dtype and shapes, "
              "a divergence is a bug.", ""]
     for name, o in outputs.items():

@@ -148,10 +148,11 @@ def cfg(tmp_path) -> ResultsConfig:
 def test_every_section_renders_its_table_and_the_goals_from_the_outputs(cfg):
     fake = FakeCommands(cfg)
     text = make_results(cfg, execute=fake).read_text()
-    assert len(fake.ran) == 6 + 6 + 2 + 1 + 1 + 1 + 1 + 1  # every command of every default section, once
+    assert len(fake.ran) == 6 + 8 + 2 + 1 + 1 + 1 + 1 + 1  # every command of every default section, once
     assert "## Goals" in text and text.index("## Goals") < text.index("## Data generation throughput")
     assert "| float32 | 128 | 32 | 2048 | 5.0 | **409.6** |" in text  # data: tokens/s per (dtype, batch)
-    assert "| t_1 (ms) | 20.00 | 15.00 | 20.00 | 15.00 |" in text and "| 16 | 1.50 | 1.87 | 1.50 | 1.87 |" in text
+    assert "| t_1 (ms) | 20.00 | 20.00 | 15.00 | 20.00 | 15.00 |" in text and "| 16 | 1.50 | 1.50 | 1.87 | 1.50 | 1.87 |" in text
+    assert "| k | bfloat16+packed | bfloat16 | bfloat16+int8 | float32 | float32+int8 |" in text
     assert "| bfloat16 | 1 | 5.00 | 270.0 | 9.0 | 55.8 |" in text and "| `aten::mm` | 3.000 (60%) | 3.000 (60%) |" in text
     # the speed table: tokens/s, ratios against ar and against the fastest plain decoding, agreement (rule 3)
     assert "| `tree` | 2.50 | 25.0 | 2.50x | 1.88x | identical |" in text
@@ -188,13 +189,13 @@ def test_a_failing_command_is_reported_and_the_rest_still_run_then_it_is_retried
     assert "table/mixed" in fake.ran and "demo/demo" in fake.ran and "cost/float32_dense" in fake.ran
     assert "**`bfloat16_dense` failed** (exit status 3): `d3d cost --dtype bfloat16" in text
     assert "Traceback: the last line of cost/bfloat16_dense" in text  # the end of its log
-    assert "| [cost](#pass-costs-and-the-step-profile-d3d-cost) | 5/6 | failed |" in text
+    assert "| [cost](#pass-costs-and-the-step-profile-d3d-cost) | 7/8 | failed |" in text
     assert "| HumanEval: sync >= 1.8x, ahead of prompt lookup | not measured | - |" in text
     assert not (Path(cfg.runs_dir) / "cost" / "bfloat16_dense.out").exists()  # half an output is not a measurement
     fake.ran.clear()
     text = make_results(cfg, execute=fake).read_text()
     assert sorted(fake.ran) == ["cost/bfloat16_dense", "table/humaneval"]  # only the failed ones run again
-    assert "failed** (" not in text and "| [cost](#pass-costs-and-the-step-profile-d3d-cost) | 6/6 | measured |" in text
+    assert "failed** (" not in text and "| [cost](#pass-costs-and-the-step-profile-d3d-cost) | 8/8 | measured |" in text
 
 
 def test_measured_outputs_are_not_run_again_and_only_runs_some_sections(cfg):
