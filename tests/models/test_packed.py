@@ -29,8 +29,10 @@ def test_packed_passes_equal_dense_passes_bit_for_bit(target_dir):
     assert isinstance(packed.model.layers[0].mlp.down_proj, PackedLinear) and isinstance(packed.lm_head, PackedLinear)
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(0, dense.spec.vocab_size, (1, 40), generator=gen)
+    batch = torch.randint(0, dense.spec.vocab_size, (3, 9), generator=gen)  # batched generation's shape
     with torch.inference_mode():
         assert torch.equal(packed(Rows.clean(ids, 0)), dense(Rows.clean(ids, 0)))
+        assert torch.equal(packed(Rows.clean(batch, 0)), dense(Rows.clean(batch, 0)))
         caches = dense.new_cache(1, 64), packed.new_cache(1, 64)
         for model, cache in zip((dense, packed), caches):
             model(Rows.clean(ids[:, :12], 0), cache)
