@@ -24,6 +24,7 @@ from d3d.errors import D3DError
 
 ACCEPTANCE_FILE = "acceptance.json"
 DTYPES = ("bfloat16", "float32", "float64")  # torch dtype names accepted by --dtype
+DRAFTER_WEIGHTS = ("auto", "dense", "int8", "packed")  # `pipeline.DRAFTER_WEIGHT_CHOICES`, spelled here to keep torch out
 
 
 def add_eval_drafter_parser(sub) -> None:
@@ -33,6 +34,9 @@ def add_eval_drafter_parser(sub) -> None:
     p.add_argument("--target", default=None, help="target model (default: the embedded SmolLM2-135M-Instruct)")
     p.add_argument("--limit", type=int, default=0, help="first N rows only (0 = all)")
     p.add_argument("--dtype", default="float32", choices=DTYPES, help="dtype of both models")
+    p.add_argument("--drafter-weights", default="auto", choices=DRAFTER_WEIGHTS,
+                   help="the drafter's runtime weights: auto = the target's; int8 = weight-only int8 layer projections "
+                        "(the acceptance an int8 drafter gets: `--drafter-weights int8` of generate and bench)")
     p.add_argument("--compare-real", action="store_true", help="also decode every row for real and report real tau")
     p.add_argument("--save", action="store_true", help=f"write <drafter dir>/{ACCEPTANCE_FILE}")
     p.set_defaults(func=cmd_eval_drafter)
@@ -48,7 +52,7 @@ def cmd_eval_drafter(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise D3DError(f"--limit must be >= 0, got {args.limit}")
     target = load_target(args.target, dtype=getattr(torch, args.dtype))
-    choice = load_drafter(target, args.drafter)
+    choice = load_drafter(target, args.drafter, weights=args.drafter_weights)
     model = target.native("offline acceptance")
     examples, report = load_examples(args.data, model.spec.vocab_size, max_length=1 << 30)
     rows = [(e.prompt_ids.tolist(), e.response_ids.tolist()) for e in examples][: args.limit or None]
@@ -57,7 +61,8 @@ def cmd_eval_drafter(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     result = offline_acceptance(choice.drafter, rows)
     record = {**result.as_dict(), "data": ",".join(args.data), "dtype": args.dtype,
-              "drafter": args.drafter or "shipped", "offline_s": round(time.perf_counter() - started, 2)}
+              "drafter": args.drafter or "shipped", "drafter_weights": choice.weights,
+              "offline_s": round(time.perf_counter() - started, 2)}
     if args.compare_real:
         record |= real_tau(target, choice.drafter, rows)
     print(format_report(result, record))

@@ -43,6 +43,30 @@ def test_eval_drafter_reports_saves_and_matches_real_decoding(tiny_chat_model_di
     assert "tau (simulated sync)" in out
 
 
+def test_eval_drafter_measures_the_drafter_at_int8_runtime_weights(tiny_chat_model_dir, tmp_path, capsys, monkeypatch):
+    """`--drafter-weights int8` evaluates the drafter an int8 run would draft with (its layers int8, the
+    target dense), and the record says which weights it measured."""
+    import d3d.inference.pipeline as pipeline
+    from d3d.models.quantize import Int8Linear
+
+    target = load_decoder(tiny_chat_model_dir)
+    drafter_dir = tmp_path / "drafter"
+    Drafter.from_base(tiny_chat_model_dir, [0, 1], 4, 96, "", target=target).save_pretrained(drafter_dir)
+    data = tmp_path / "dev.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in greedy_rows(target, 2)))
+    loaded = []
+    real_load = pipeline.load_drafter
+    monkeypatch.setattr(pipeline, "load_drafter", lambda *a, **k: loaded.append(real_load(*a, **k)) or loaded[-1])
+    records = {}
+    for weights in ("auto", "int8"):
+        assert main(["eval-drafter", "--target", str(tiny_chat_model_dir), "--drafter", str(drafter_dir),
+                     "--data", str(data), "--drafter-weights", weights]) == 0
+        records[weights] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert records["auto"]["drafter_weights"] == "dense" and records["int8"]["drafter_weights"] == "int8"
+    layers = [choice.drafter.model.model.layers[0].self_attn.qkv_proj for choice in loaded]
+    assert type(layers[0]) is torch.nn.Linear and isinstance(layers[1], Int8Linear)
+
+
 def test_eval_drafter_bad_input_is_one_line(tiny_chat_model_dir, tmp_path, capsys):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
