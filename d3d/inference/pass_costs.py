@@ -92,7 +92,8 @@ def measure_pass_costs(model: DecoderModel, sizes: list[int], context: int = COS
 
 
 def machine_key(model: DecoderModel) -> str:
-    """What a cached table must match: hardware, threads, torch, the target's shape and dtype."""
+    """What a cached table must match: hardware, threads, torch, the target's shape, dtype and weight
+    format (int8 and packed passes cost other times than dense ones; a dense key is as before)."""
     if model.device.type == "cuda":
         hardware = torch.cuda.get_device_name(model.device)
     else:
@@ -100,6 +101,8 @@ def machine_key(model: DecoderModel) -> str:
     spec = json.dumps(model.config.to_dict(), sort_keys=True, default=str)
     parts = [hardware, torch.__version__, str(model.dtype), str(model.device.type), spec, str(len(model.layer_ids)),
              repr(model.precision)]
+    if getattr(model, "weights", "dense") != "dense":
+        parts.append(f"weights={model.weights}")
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 

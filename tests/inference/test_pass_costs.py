@@ -43,3 +43,17 @@ def test_pass_costs_interpolate_between_measured_sizes():
     assert costs.seconds(4) == 2.5 and costs.seconds(2) == pytest.approx(1.5) and costs.seconds(6) == pytest.approx(3.5)
     assert costs.seconds(12) == pytest.approx(6.5)  # past the table: the last slope
     assert costs.ratios() == {1: 1.0, 4: 2.5, 8: 4.5}
+
+
+def test_the_cached_table_is_per_weight_format(tiny_llama_dir):
+    """An int8 or packed target's passes cost other times: each format has its own cached table, and
+    a dense target keeps the key it always had (tables measured before formats existed stay valid)."""
+    from d3d.inference.pass_costs import machine_key
+    from d3d.models.quantize import quantize_decoder
+
+    dense = load_decoder(tiny_llama_dir)
+    key = machine_key(dense)
+    assert machine_key(load_decoder(tiny_llama_dir)) == key
+    assert machine_key(quantize_decoder(load_decoder(tiny_llama_dir), "int8")) not in (key, None)
+    dense.weights = "packed"  # the format's name is what the key reads
+    assert machine_key(dense) != key
