@@ -25,6 +25,7 @@ This module knows nothing about decoding.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -89,15 +90,22 @@ def pack_linear(linear: nn.Linear) -> PackedLinear:
 
 
 @torch.no_grad()
-def pack_decoder(model: nn.Module, head: bool = True) -> nn.Module:
-    """Pack (in place) every dense projection of a `DecoderModel` and, if `head`, its LM head (False
-    for a drafter whose head is the target's). Layers already int8 (`quantize.py`) stay as they are."""
-    check_packing(model.dtype, model.device)
+def replace_projections(model: nn.Module, convert: Callable[[nn.Linear], nn.Module], head: bool = True) -> nn.Module:
+    """Replace (in place) every dense projection of a `DecoderModel`'s layers and, if `head`, its LM
+    head by `convert(layer)`; layers already converted (int8, packed) stay as they are. The one walk
+    of the weight formats (`quantize.quantize_decoder`)."""
     for layer in model.model.layers:
         for parent in (layer.self_attn, layer.mlp):
             for name, child in list(parent.named_children()):
                 if type(child) is nn.Linear:
-                    setattr(parent, name, PackedLinear(child))
+                    setattr(parent, name, convert(child))
     if head and type(model.lm_head) is nn.Linear:
-        model.lm_head = PackedLinear(model.lm_head)
+        model.lm_head = convert(model.lm_head)
     return model
+
+
+def pack_decoder(model: nn.Module, head: bool = True) -> nn.Module:
+    """Pack (in place) every dense projection of a `DecoderModel` and, if `head`, its LM head (False
+    for a drafter whose head is the target's). Layers already int8 (`quantize.py`) stay as they are."""
+    check_packing(model.dtype, model.device)
+    return replace_projections(model, PackedLinear, head)

@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from d3d.errors import D3DError
-from d3d.models.packed import check_packing, pack_decoder, packing_available
+from d3d.models.packed import check_packing, pack_decoder, packing_available, replace_projections
 
 WEIGHT_FORMATS = ("dense", "int8", "packed")  # the runtime weight formats ("packed": `packed.py`)
 WEIGHT_CHOICES = ("auto", *WEIGHT_FORMATS)  # values of every --weights flag: auto = packed where it runs, else dense
@@ -129,13 +129,7 @@ def quantize_decoder(model: nn.Module, weights: str, head: bool = True) -> nn.Mo
         pack_decoder(model, head)
         model.weights = weights
         return model
-    for layer in model.model.layers:
-        for parent in (layer.self_attn, layer.mlp):
-            for name, child in list(parent.named_children()):
-                if isinstance(child, nn.Linear):
-                    setattr(parent, name, Int8Linear.from_linear(child))
-    if head and isinstance(model.lm_head, nn.Linear):
-        model.lm_head = Int8Linear.from_linear(model.lm_head)
+    replace_projections(model, Int8Linear.from_linear, head)
     model.weights = weights
     return model
 
