@@ -25,6 +25,11 @@ byte for byte.
 
     python -m d3d.training.task_prompts --out data/task_prompts.jsonl --count 6000 --seed 0
     python -m d3d.training.task_prompts --out data/task_prompts2.jsonl --count 6000 --seed 1 --families new
+    python -m d3d.training.task_prompts --out data/task_prompts3.jsonl --count 6000 --seed 2 --families all \
+        --id-prefix task3- --skip-texts data/task_prompts.jsonl --skip-texts data/task_prompts2.jsonl
+
+`--skip-texts FILE` (repeatable) leaves out every prompt whose exact text is in FILE, so a new file
+asks nothing an earlier one already asked; the count is still met from the rest of the grammar.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from d3d.errors import D3DError
+from d3d.training.prompts import read_prompt_jsonl
 from d3d.training.task_families import WORDS, Task, extra_tasks, int_list, is_prime, sentence
 
 STUB_TEMPLATE = (  # the bench's HumanEval wording (d3d/evaluation/suites.py), so training sees that shape
@@ -347,8 +353,11 @@ def render(task: Task, r: random.Random, formats: tuple[ExampleFormat, ...] = (D
     return STUB_TEMPLATE.format(code=f"{header}def {task.name}({args}) -> {hint(task.returns, modern)}:\n{body}")
 
 
-def build_tasks(count: int, seed: int, id_prefix: str = "task-", families: str = "old") -> list[dict]:
+def build_tasks(count: int, seed: int, id_prefix: str = "task-", families: str = "old",
+                skip: frozenset[str] = frozenset()) -> list[dict]:
     """`count` distinct prompts (fewer if the grammar runs dry), ids `<id_prefix><n>`, kind "code".
+
+    Prompts whose text is in `skip` (an earlier file's) are drawn again instead.
 
     `families` picks the catalogue (see FAMILIES). The first file's families alone keep their `>>>`
     examples, so seed 0 still writes data/task_prompts.jsonl byte for byte; "new" and "all" mix formats.
@@ -363,7 +372,7 @@ def build_tasks(count: int, seed: int, id_prefix: str = "task-", families: str =
         tries += 1
         task = r.choice(catalogues[r.randint(2, 7)])
         text = render(task, r, formats)
-        if text not in seen:
+        if text not in seen and text not in skip:
             seen.add(text)
             rows.append({"id": f"{id_prefix}{len(rows)}", "kind": "code", "prompt": text})
     return rows
@@ -380,15 +389,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--id-prefix", default=None,
                         help="id prefix, to keep several files' ids apart (default: task- for --families old, "
                              "task2- otherwise)")
+    parser.add_argument("--skip-texts", type=Path, action="append", default=[], metavar="FILE",
+                        help="leave out prompts whose exact text is in this JSONL file of {prompt} rows (repeatable)")
     args = parser.parse_args(argv)
     id_prefix = args.id_prefix or ("task-" if args.families == "old" else "task2-")
     try:
-        rows = build_tasks(count=args.count, seed=args.seed, id_prefix=id_prefix, families=args.families)
+        skip = frozenset(r.text for file in args.skip_texts for r in read_prompt_jsonl(file))
+        rows = build_tasks(count=args.count, seed=args.seed, id_prefix=id_prefix, families=args.families, skip=skip)
     except D3DError as e:
         parser.error(str(e))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    print(f"wrote {len(rows)} prompts to {args.out}")
+    skipped = f" ({len(skip)} known texts left out)" if skip else ""
+    print(f"wrote {len(rows)} prompts to {args.out}{skipped}")
     return 0
 
 

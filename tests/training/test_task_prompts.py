@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import doctest
+import json
 import random
 import re
 
@@ -76,3 +77,23 @@ def test_a_count_below_one_is_refused_in_one_line(capsys):
         task_prompts.main(["--out", "unused.jsonl", "--count", "0"])
     assert exit_info.value.code == 2
     assert "count must be at least 1" in capsys.readouterr().err
+
+
+def test_skip_texts_leaves_out_an_earlier_files_prompts_and_still_meets_the_count(tmp_path):
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    assert task_prompts.main(["--out", str(first), "--count", "300", "--seed", "0", "--families", "all"]) == 0
+    args = ["--out", str(second), "--count", "300", "--seed", "1", "--families", "all"]
+    unskipped = task_prompts.build_tasks(300, seed=1, id_prefix="task2-", families="all")
+    earlier = {json.loads(line)["prompt"] for line in first.read_text().splitlines()}
+    assert earlier & {r["prompt"] for r in unskipped}  # the grammar repeats itself across seeds
+    assert task_prompts.main(args + ["--skip-texts", str(first)]) == 0
+    rows = [json.loads(line) for line in second.read_text().splitlines()]
+    assert len(rows) == 300 and not earlier & {r["prompt"] for r in rows}
+
+
+def test_a_missing_skip_texts_file_is_refused_in_one_line(tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        task_prompts.main(["--out", str(tmp_path / "o.jsonl"), "--skip-texts", str(tmp_path / "missing.jsonl")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "missing.jsonl" in err and "Traceback" not in err
