@@ -205,7 +205,7 @@ def load_target(
     dtype = resolve_dtype(dtype, device)
     warn_slow_cpu_dtype(dtype, device)
     chosen = parse_precision(precision, dtype)  # bad names fail before anything loads
-    weights = resolve_weights("dense" if compiled and weights == "auto" else weights, dtype, device)
+    weights = resolve_weights(weights, dtype, device, compiled)
     model_dir = hub.resolve_model_dir(spec)
     tokenizer = hub.load_tokenizer(model_dir)
     config = hub.load_config(model_dir)

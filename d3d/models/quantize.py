@@ -107,12 +107,13 @@ def check_weights(weights: str) -> str:
     return weights
 
 
-def resolve_weights(weights: str, dtype: torch.dtype, device: torch.device | str) -> str:
+def resolve_weights(weights: str, dtype: torch.dtype, device: torch.device | str, compiled: bool = False) -> str:
     """The weight format a `--weights` value means for a model in `dtype` on `device`: "auto" is
     "packed" where packing runs (bfloat16 on a CPU with native bfloat16: the same logits, faster
-    passes) and "dense" elsewhere; any other value is itself, checked."""
+    passes) and "dense" elsewhere or under `torch.compile` (`compiled`: inductor packs frozen CPU
+    weights itself); any other value is itself, checked."""
     if weights == "auto":
-        return "packed" if packing_available(dtype, device) else "dense"
+        return "packed" if packing_available(dtype, device) and not compiled else "dense"
     if check_weights(weights) == "packed":
         check_packing(dtype, device)  # before anything loads
     return weights

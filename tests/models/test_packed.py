@@ -15,7 +15,7 @@ from d3d.models.attention import Rows
 from d3d.models.decoder import load_decoder
 from d3d.models.drafter import Drafter
 from d3d.models.packed import PackedLinear, pack_decoder, packing_available
-from d3d.models.quantize import quantize_decoder
+from d3d.models.quantize import quantize_decoder, resolve_weights
 
 needs_packing = pytest.mark.skipif(not packing_available(torch.bfloat16, "cpu"),
                                    reason="this CPU has no native bfloat16 for oneDNN")
@@ -116,3 +116,11 @@ def test_packed_weights_in_float32_are_a_clear_error(tiny_chat_model_dir, capsys
                  "--weights", "packed", "--max-new-tokens", "2"])
     err = capsys.readouterr().err
     assert code == EXIT_BAD_INPUT and "packed weights need bfloat16" in err and err.count("\n") == 1
+
+
+def test_auto_weights_mean_packed_only_where_packing_runs_and_nothing_compiles():
+    packs = packing_available(torch.bfloat16, "cpu")
+    assert resolve_weights("auto", torch.bfloat16, "cpu") == ("packed" if packs else "dense")
+    assert resolve_weights("auto", torch.bfloat16, "cpu", compiled=True) == "dense"
+    assert resolve_weights("auto", torch.float32, "cpu") == "dense"
+    assert resolve_weights("int8", torch.float32, "cpu", compiled=True) == "int8"
