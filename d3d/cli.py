@@ -203,6 +203,9 @@ def build_parser() -> argparse.ArgumentParser:
     _runtime_flags(cost)
     cost.add_argument("--profile", action="store_true",
                       help="instead: per-op time (torch.profiler) of a 1-row and a 16-row step, bytes of weights read, GB/s")
+    cost.add_argument("--save", action="store_true",
+                      help="instead: measure this machine's pass-cost table again (its own sizes and context) and "
+                           "store it as the one decoding reads (--draft-length auto, async, tree); run it quiet")
     cost.set_defaults(func=cmd_cost)
     add_data_parser(sub)
     add_train_parser(sub)
@@ -361,8 +364,17 @@ def cmd_cost(args: argparse.Namespace) -> int:
         raise D3DError(f"--sizes must be comma-separated integers, got '{args.sizes}'") from None
     if not sizes or sizes[0] < 1 or args.context < 1 or args.repeats < 1:
         raise D3DError("--sizes, --context and --repeats must be positive")
+    if args.save and args.profile:
+        raise D3DError("--save stores the pass-cost table; --profile times operators: one at a time")
     target = load_target(args.target, args.device, args.dtype, args.precision, args.weights, args.compile)
     model = target.native("pass timing")
+    if args.save:
+        from d3d.inference.pass_costs import save_machine_pass_costs
+
+        path, costs = save_machine_pass_costs(model)
+        print("\n".join(f"k={k:>3}  {s * 1e3:8.2f} ms  {s / costs.seconds(1):5.2f}x" for k, s in sorted(costs.table.items())))
+        print(f"saved {path}")
+        return 0
     if args.profile:
         from d3d.evaluation.step_profile import print_step_profiles
 

@@ -50,3 +50,28 @@ def test_bench_flags_and_config_share_one_definition():
             assert getattr(args, f.name) == getattr(defaults, f.name), f.name
     assert args.dtype == "auto" and defaults.dtype is None
     assert args.drafter_variants == [] and defaults.drafter_variants == ()
+
+
+def test_cost_save_replaces_the_cached_pass_cost_table_decoding_reads(capsys, monkeypatch, tmp_path, tiny_chat_model_dir):
+    import json
+
+    from d3d.inference import pass_costs
+    from d3d.inference.pipeline import load_target
+
+    monkeypatch.setattr(pass_costs, "CACHE_DIR", tmp_path / "pass_costs")
+    model = load_target(str(tiny_chat_model_dir), "cpu", "float32").native("test")
+    path = pass_costs.cache_path(model)
+    stale = {str(k): 9.0 for k in pass_costs.COST_SIZES}  # a table measured under load: 9 s a pass
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps({"seconds": stale}))
+    assert pass_costs.machine_pass_costs(model).seconds(1) == 9.0  # read, not measured
+    code, out, err = run_cli(capsys, "cost", "--save", "--target", str(tiny_chat_model_dir), "--dtype", "float32",
+                             "--device", "cpu")
+    assert code == 0 and f"saved {path}" in out, err
+    fresh = pass_costs.machine_pass_costs(model)
+    assert set(fresh.table) == set(pass_costs.COST_SIZES) and max(fresh.table.values()) < 1.0
+
+
+def test_cost_save_with_profile_is_one_line(capsys):
+    code, _, err = run_cli(capsys, "cost", "--save", "--profile")
+    assert code == EXIT_BAD_INPUT and "one at a time" in err and err.count("\n") == 1

@@ -6,6 +6,8 @@ sizes are timed interleaved (round-robin, median of repeats) after the same cach
 cache cropped back after each pass. `machine_pass_costs` caches the table per machine (CPU model or
 GPU name, torch threads, torch version), target (its config) and dtype in
 `~/.cache/d3d/pass_costs/`, so a run measures it once (a few seconds) and later runs read it.
+A table measured while another job loaded the machine misleads every later run: `d3d cost --save`
+(`save_machine_pass_costs`) measures it again and replaces it.
 
 This module knows nothing about drafting or policy. `d3d cost` prints the same table.
 
@@ -118,7 +120,7 @@ def _cpu_model() -> str:
 
 def machine_pass_costs(model: DecoderModel, refresh: bool = False, log=None) -> PassCosts:
     """The cached t_v(k) table of this machine, target and dtype (measured once, then read)."""
-    path = CACHE_DIR / f"{machine_key(model)}.json"
+    path = cache_path(model)
     if path.is_file() and not refresh:
         try:
             table = {int(k): float(v) for k, v in json.loads(path.read_text())["seconds"].items()}
@@ -128,13 +130,25 @@ def machine_pass_costs(model: DecoderModel, refresh: bool = False, log=None) -> 
             pass  # a torn or foreign file: measure again
     if log is not None:
         log(f"measuring target pass costs for k = 1..{max(COST_SIZES)} (once per machine and dtype): {path}")
+    return save_machine_pass_costs(model)[1]
+
+
+def cache_path(model: DecoderModel) -> Path:
+    """Where this machine's table for `model` is cached."""
+    return CACHE_DIR / f"{machine_key(model)}.json"
+
+
+def save_machine_pass_costs(model: DecoderModel) -> tuple[Path, PassCosts]:
+    """Measure the table now and replace the cached one (`d3d cost --save`: a table measured while
+    another job loaded the machine misleads every later run until it is measured again)."""
+    path = cache_path(model)
     table = measure_pass_costs(model, list(COST_SIZES))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps({"seconds": {str(k): v for k, v in table.items()}, "dtype": str(model.dtype),
                                "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}) + "\n")
     tmp.replace(path)
-    return PassCosts(table)
+    return path, PassCosts(table)
 
 
 @torch.inference_mode()
