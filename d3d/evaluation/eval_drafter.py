@@ -4,7 +4,9 @@ Offline acceptance (`d3d.inference.offline`) needs no target pass: the stored gr
 the target's own continuations. `--compare-real` also decodes every row with synchronous
 speculative decoding on the real target (budget = the stored response's length) and reports the
 real tau beside the simulated one; they differ only where the target's greedy output in this
-dtype leaves the stored response (rounding near ties). `--save` writes `<drafter>/acceptance.json`,
+dtype leaves the stored response (rounding near ties). With several `--data` files the numbers are
+pooled and each file's own tau and alpha are reported beside them (`by_data`), so one run gives a
+calibration from every set and the per-set acceptance. `--save` writes `<drafter>/acceptance.json`,
 the input of confidence-based verification lengths.
 
     d3d eval-drafter --data data/smollm2/dev.jsonl                 # the shipped drafter
@@ -54,13 +56,19 @@ def cmd_eval_drafter(args: argparse.Namespace) -> int:
     target = load_target(args.target, dtype=getattr(torch, args.dtype))
     choice = load_drafter(target, args.drafter, weights=args.drafter_weights)
     model = target.native("offline acceptance")
-    examples, report = load_examples(args.data, model.spec.vocab_size, max_length=1 << 30)
-    rows = [(e.prompt_ids.tolist(), e.response_ids.tolist()) for e in examples][: args.limit or None]
+    rows, files, summaries = [], [], []
+    for path in args.data:  # one file at a time, so that each row keeps its file (several: a result per file too)
+        examples, report = load_examples([path], model.spec.vocab_size, max_length=1 << 30)
+        rows += [(e.prompt_ids.tolist(), e.response_ids.tolist()) for e in examples]
+        files += [path] * len(examples)
+        summaries.append(report.summary())
+    rows, files = rows[: args.limit or None], files[: args.limit or None]
     if not rows:
-        raise D3DError(f"no usable rows in {', '.join(args.data)} ({report.summary()})")
+        raise D3DError(f"no usable rows in {', '.join(args.data)} ({'; '.join(summaries)})")
     started = time.perf_counter()
-    result = offline_acceptance(choice.drafter, rows)
-    record = {**result.as_dict(), "data": ",".join(args.data), "dtype": args.dtype,
+    result = offline_acceptance(choice.drafter, rows, files if len(args.data) > 1 else None)
+    by_data = {"by_data": result.by_group} if result.by_group else {}
+    record = {**result.as_dict(), **by_data, "data": ",".join(args.data), "dtype": args.dtype,
               "drafter": args.drafter or "shipped", "drafter_weights": choice.weights,
               "offline_s": round(time.perf_counter() - started, 2)}
     if args.compare_real:
@@ -101,6 +109,8 @@ def format_report(result, record: dict) -> str:
                      f"{record['tau_real'] - result.tau_sim:+.3f}; {record['rows_equal_stored']} of {result.rows} "
                      "outputs equal the stored responses")
     lines.append("alpha_j  " + " ".join(f"{a:.2f}" for a in result.alpha))
+    for path, own in result.by_group.items():
+        lines.append(f"  {path}: tau {own['tau_sim']:.3f}, alpha_1 {own['alpha'][0]:.3f}, {own['rows']} rows")
     cal = result.calibration
     lines.append("top-token probability -> accepted (count)")
     for i, (ok, n) in enumerate(zip(cal["accept"], cal["count"])):

@@ -101,9 +101,17 @@ def _sync_vs_pld(m: Measured) -> tuple[str, bool]:
     return f"sync {_x(sync)}, prompt lookup {_x(pld)}", sync >= 1.8 and sync > pld
 
 
+def _on_dev(m: Measured) -> dict:
+    """The drafter's offline acceptance on the dev set: its own entry when the table was measured
+    on several sets pooled (`by_data`), else the table's."""
+    record = m.acceptance()
+    own = [r for path, r in record.get("by_data", {}).items() if Path(path).name == "dev.jsonl"]
+    return own[0] if own else record
+
+
 ISSUE_16 = [
-    Goal("alpha_1 >= 0.6 (offline, dev)", lambda m: at_least(m.acceptance()["alpha"][0], 0.6, f"{m.acceptance()['alpha'][0]:.3f}")),
-    Goal("offline tau >= 3 on dev", lambda m: at_least(m.acceptance()["tau_sim"], 3.0, f"{m.acceptance()['tau_sim']:.2f}")),
+    Goal("alpha_1 >= 0.6 (offline, dev)", lambda m: at_least(a := _on_dev(m)["alpha"][0], 0.6, f"{a:.3f}")),
+    Goal("offline tau >= 3 on dev", lambda m: at_least(t := _on_dev(m)["tau_sim"], 3.0, f"{t:.2f}")),
     Goal("HumanEval: sync >= 1.8x, ahead of prompt lookup", _sync_vs_pld),
     Goal("mixed: sync >= 1.3x", lambda m: at_least(s := m.mode("mixed", "sync")["speedup"], 1.3, _x(s))),
     Goal("`make demo` above 1.2x", lambda m: (_x(s := m.summary("demo", "demo")["speedup"]), s > 1.2)),

@@ -16,6 +16,8 @@ Definitions (every statistic counts drafted token j = 1..B-1 only where the resp
     calibration    for drafted tokens whose predecessors were all accepted: the drafter's softmax
                    probability of its own top token, binned, against the rate at which that token
                    equals the target's (the input of a confidence-based verification length)
+    by_group       with a label per row (`groups`, e.g. its file): each group's own tau_sim,
+                   mean_accepted and alpha_j; the calibration is pooled over every row
 
 The drafter's drafting vocabulary (`Drafter.set_draft_vocab`) and label convention apply exactly
 as in decoding: blocks go through `Drafter.block_hidden` and `Drafter.project`.
@@ -114,6 +116,7 @@ class OfflineResult:
     rounds: int  # simulated rounds
     tokens: int  # tokens those rounds appended
     row_rounds: list[list[int]] = field(default_factory=list)  # tokens appended per simulated round, per row
+    by_group: dict[str, dict] = field(default_factory=dict)  # group -> its tau_sim, mean_accepted, alpha, rows
 
     def as_dict(self) -> dict:
         keys = ("alpha", "calibration", "calibration_by_position", "tau_sim", "mean_accepted", "rows", "anchors",
@@ -121,36 +124,70 @@ class OfflineResult:
         return {k: getattr(self, k) for k in keys}
 
 
-def offline_acceptance(drafter: Drafter, rows: Sequence[tuple[Sequence[int], Sequence[int]]]) -> OfflineResult:
-    """Offline acceptance over (prompt_ids, response_ids) rows; rows with fewer than 2 response tokens are skipped."""
+def offline_acceptance(drafter: Drafter, rows: Sequence[tuple[Sequence[int], Sequence[int]]],
+                       groups: Sequence[str] | None = None) -> OfflineResult:
+    """Offline acceptance over (prompt_ids, response_ids) rows; rows with fewer than 2 response tokens are skipped.
+
+    `groups` (one label per row, e.g. its file) adds each group's own tau_sim, mean_accepted, alpha
+    and rows to `by_group`; the calibration stays pooled over every row."""
+    if groups is not None and len(groups) != len(rows):
+        raise ValueError(f"{len(groups)} group labels for {len(rows)} rows")
     width = drafter.block_size - 1
     edges = torch.tensor(CALIBRATION_EDGES)
-    reached_n, accepted_n = torch.zeros(width), torch.zeros(width)
     bins_n, bins_ok = torch.zeros(width, len(edges) - 1), torch.zeros(width, len(edges) - 1)
-    all_rounds, accepted_sum, anchors = [], 0, 0
-    usable = [(p, r) for p, r in rows if len(r) >= 2]
-    for prompt_ids, response_ids in usable:
+    pooled, by_group = _Tally(width), {}
+    labelled = zip(rows, groups if groups is not None else [None] * len(rows))
+    for (prompt_ids, response_ids), group in ((row, g) for row, g in labelled if len(row[1]) >= 2):
         row = row_acceptance(drafter, prompt_ids, response_ids)
         accepted = row.accepted.cpu()
-        all_rounds.append(simulate_rounds(accepted.tolist(), len(response_ids)))
-        accepted_sum, anchors = accepted_sum + int(accepted.sum()), anchors + len(accepted)
+        rounds = simulate_rounds(accepted.tolist(), len(response_ids))
         reached, ok = row.reached.cpu(), (row.correct & row.known).cpu()
-        reached_n += reached.sum(0)
-        accepted_n += (reached & ok).sum(0)
+        for tally in (pooled, by_group.setdefault(group, _Tally(width)) if group is not None else None):
+            if tally is not None:
+                tally.add(accepted, rounds, reached, ok)
         _add_calibration(bins_n, bins_ok, row.top_prob.cpu(), reached, ok, edges)
-    rounds, tokens = sum(len(r) for r in all_rounds), sum(sum(r) for r in all_rounds)
     accept = torch.where(bins_n > 0, bins_ok / bins_n.clamp_min(1), 0.0)
     pooled_n, pooled_ok = bins_n.sum(0), bins_ok.sum(0)
     return OfflineResult(
-        tau_sim=tokens / rounds if rounds else 0.0,
-        mean_accepted=accepted_sum / anchors if anchors else 0.0,
-        alpha=_rounded(torch.where(reached_n > 0, accepted_n / reached_n.clamp_min(1), 0.0)),
+        **pooled.summary(),
         calibration={"edges": list(CALIBRATION_EDGES),
                      "accept": _rounded(torch.where(pooled_n > 0, pooled_ok / pooled_n.clamp_min(1), 0.0)),
                      "count": [int(c) for c in pooled_n]},
         calibration_by_position={"accept": [_rounded(a) for a in accept], "count": bins_n.long().tolist()},
-        rows=len(usable), anchors=anchors, rounds=rounds, tokens=tokens, row_rounds=all_rounds,
+        anchors=pooled.anchors, rounds=pooled.rounds, tokens=pooled.tokens, row_rounds=pooled.row_rounds,
+        by_group={g: t.summary() for g, t in by_group.items()},
     )
+
+
+class _Tally:
+    """Running sums of one set of rows: simulated rounds, accepted lengths, per-position acceptance."""
+
+    def __init__(self, width: int) -> None:
+        self.reached_n, self.accepted_n = torch.zeros(width), torch.zeros(width)
+        self.row_rounds: list[list[int]] = []
+        self.accepted_sum = self.anchors = 0
+
+    def add(self, accepted: Tensor, rounds: list[int], reached: Tensor, ok: Tensor) -> None:
+        self.row_rounds.append(rounds)
+        self.accepted_sum, self.anchors = self.accepted_sum + int(accepted.sum()), self.anchors + len(accepted)
+        self.reached_n += reached.sum(0)
+        self.accepted_n += (reached & ok).sum(0)
+
+    @property
+    def rounds(self) -> int:
+        return sum(len(r) for r in self.row_rounds)
+
+    @property
+    def tokens(self) -> int:
+        return sum(sum(r) for r in self.row_rounds)
+
+    def summary(self) -> dict:
+        """tau_sim, mean_accepted, alpha and rows, as `OfflineResult` names them."""
+        rounds = self.rounds
+        return {"tau_sim": self.tokens / rounds if rounds else 0.0,
+                "mean_accepted": self.accepted_sum / self.anchors if self.anchors else 0.0,
+                "alpha": _rounded(torch.where(self.reached_n > 0, self.accepted_n / self.reached_n.clamp_min(1), 0.0)),
+                "rows": len(self.row_rounds)}
 
 
 def _add_calibration(bins_n: Tensor, bins_ok: Tensor, top_prob: Tensor, reached: Tensor, ok: Tensor,

@@ -74,3 +74,30 @@ def test_eval_drafter_bad_input_is_one_line(tiny_chat_model_dir, tmp_path, capsy
                  "--data", str(empty)])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_several_data_files_pool_and_each_file_is_reported_as_if_measured_alone(tiny_chat_model_dir, tmp_path, capsys):
+    target = load_decoder(tiny_chat_model_dir)
+    drafter_dir = tmp_path / "drafter"
+    Drafter.from_base(tiny_chat_model_dir, [0, 1, 2, 3], 4, 96, "", target=target,
+                      labels="next-token").save_pretrained(drafter_dir)
+    rows = greedy_rows(target, 5, max_new=16)
+    first, second = tmp_path / "dev.jsonl", tmp_path / "other.jsonl"
+    first.write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))
+    second.write_text("".join(json.dumps(r) + "\n" for r in rows[2:]))
+    base = ["eval-drafter", "--target", str(tiny_chat_model_dir), "--drafter", str(drafter_dir), "--data"]
+    records = {}
+    for name, files in (("dev", [first]), ("other", [second]), ("both", [first, second])):
+        assert main(base + [str(f) for f in files] + (["--save"] if name == "both" else [])) == 0
+        records[name] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    both = records["both"]
+    assert both["rows"] == 5 and "by_data" not in records["dev"]
+    for name, path in (("dev", first), ("other", second)):
+        alone = records[name]
+        assert both["by_data"][str(path)] == {k: alone[k] for k in ("tau_sim", "mean_accepted", "alpha", "rows")}
+    pooled = (records["dev"]["tokens"] + records["other"]["tokens"]) / (records["dev"]["rounds"] + records["other"]["rounds"])
+    assert both["tau_sim"] == pooled
+    counts = [a + b for a, b in zip(records["dev"]["calibration"]["count"], records["other"]["calibration"]["count"])]
+    assert both["calibration"]["count"] == counts
+    saved = json.loads((drafter_dir / "acceptance.json").read_text())
+    assert saved["by_data"] == both["by_data"]

@@ -249,3 +249,21 @@ def test_the_real_executor_keeps_stdout_and_the_log(tmp_path):
     assert (tmp_path / "hello.log").read_text() == "progress\n"
     bad = run_step(Step("bad", ["python", "-c", "raise SystemExit(4)"]), tmp_path, run_command)
     assert not bad.measured and bad.failure["status"] == 4 and not (tmp_path / "bad.out").exists()
+
+
+def test_the_dev_goals_read_the_dev_sets_own_numbers_from_a_pooled_acceptance_table():
+    from d3d.evaluation.results_goals import _on_dev
+
+    class Table:
+        def __init__(self, record: dict) -> None:
+            self.record = record
+
+        def acceptance(self) -> dict:
+            return self.record
+
+    dev_only = {"tau_sim": 2.1, "alpha": [0.65]}
+    pooled = {"tau_sim": 2.6, "alpha": [0.75], "by_data": {
+        "data/smollm2/dev_tasks.jsonl": {"tau_sim": 3.2, "alpha": [0.83]},
+        "data/smollm2/dev.jsonl": {"tau_sim": 2.1, "alpha": [0.65]}}}
+    assert _on_dev(Table(dev_only)) == dev_only
+    assert _on_dev(Table(pooled)) == {"tau_sim": 2.1, "alpha": [0.65]}
