@@ -142,9 +142,8 @@ def offline_acceptance(drafter: Drafter, rows: Sequence[tuple[Sequence[int], Seq
         accepted = row.accepted.cpu()
         rounds = simulate_rounds(accepted.tolist(), len(response_ids))
         reached, ok = row.reached.cpu(), (row.correct & row.known).cpu()
-        for tally in (pooled, by_group.setdefault(group, _Tally(width)) if group is not None else None):
-            if tally is not None:
-                tally.add(accepted, rounds, reached, ok)
+        for tally in [pooled] + ([by_group.setdefault(group, _Tally(width))] if group is not None else []):
+            tally.add(accepted, rounds, reached, ok)
         _add_calibration(bins_n, bins_ok, row.top_prob.cpu(), reached, ok, edges)
     accept = torch.where(bins_n > 0, bins_ok / bins_n.clamp_min(1), 0.0)
     pooled_n, pooled_ok = bins_n.sum(0), bins_ok.sum(0)
