@@ -372,8 +372,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
         from d3d.inference.pass_costs import save_machine_pass_costs
 
         path, costs = save_machine_pass_costs(model)
-        print("\n".join(f"k={k:>3}  {s * 1e3:8.2f} ms  {s / costs.seconds(1):5.2f}x" for k, s in sorted(costs.table.items())))
         print(f"saved {path}")
+        report(dict(sorted(costs.table.items())))
         return 0
     if args.profile:
         from d3d.evaluation.step_profile import print_step_profiles
