@@ -25,7 +25,8 @@ each with the target and write one row per prompt:
 Resume: finished rows are appended to a JSONL file (the output itself, or `<out>.journal.jsonl`
 for a Parquet output) and fsynced after every batch. A rerun with the same `--out` skips the
 prompt ids already written, so an interruption neither duplicates nor loses a row; a torn last
-line is cut off. A Parquet output is rewritten from its earlier rows plus the journal when the run
+line is cut off. `kill` (SIGTERM) finishes and appends the batch in flight, then stops as Ctrl-C
+does (a second SIGTERM stops at once); background jobs ignore SIGINT. A Parquet output is rewritten from its earlier rows plus the journal when the run
 ends. `--skip-answered OTHER` leaves out the prompt ids another output already holds, so one prompt
 file can be continued into a new output (another dtype, another machine) without answering a prompt
 twice. Self-instruct keeps every sample and its verdict in `<stem>.self-instruct.jsonl` and resumes
@@ -67,6 +68,7 @@ from d3d.training.decontamination import (
 )
 from d3d.training.endpoint import EndpointConfig, EndpointResponses
 from d3d.training.generation import PendingPrompt, Response, ResponseSource, TargetResponses
+from d3d.training.interrupts import StopRequest, sigterm_after_step
 from d3d.training.prompts import PromptRecord, read_prompt_dataset, read_prompt_jsonl
 from d3d.training.self_instruct import SelfInstructConfig, self_instruct_prompts
 
@@ -303,8 +305,12 @@ def answer_prompts(
     cfg: DataConfig,
     report: DataReport,
     on_batch: Callable[[int], None] | None = None,
+    stop: StopRequest | None = None,
 ) -> None:
-    """Answer, screen and durably append batch after batch; `on_batch(i)` runs after batch i."""
+    """Answer, screen and durably append batch after batch; `on_batch(i)` runs after batch i.
+
+    A `stop` request (the first SIGTERM) is honoured between batches: the batch in flight is answered
+    and appended first, then KeyboardInterrupt ends the run as Ctrl-C does."""
     bar = tqdm(total=len(pending), desc="d3d data", unit="row", disable=not cfg.progress)
     started = time.perf_counter()
     try:
@@ -319,6 +325,8 @@ def answer_prompts(
             bar.set_postfix_str(f"{report.tokens_per_s:.1f} tokens/s")
             if on_batch is not None:
                 on_batch(index)
+            if stop is not None:
+                stop.check()
     finally:
         bar.close()
 
@@ -342,7 +350,8 @@ def generate_dataset(
     report.answered_elsewhere = len(records) - len(fresh)
     todo = [r for r in fresh if r.id not in writer.done_ids]
     report.already_done = len(fresh) - len(todo)
-    answer_prompts(encode_prompts(todo, target, report), responses, writer, held_out, cfg, report, on_batch)
+    with sigterm_after_step() as stop:
+        answer_prompts(encode_prompts(todo, target, report), responses, writer, held_out, cfg, report, on_batch, stop)
     report.rows = writer.finish()
     report.overlaps = check_decontaminated(cfg.out, held_out) if report.rows else 0
     write_json_atomic(meta_path(cfg.out), meta | {"rows": report.rows, "updated": time.strftime("%Y-%m-%dT%H:%M:%S%z"),

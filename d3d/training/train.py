@@ -39,12 +39,9 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import signal
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -58,6 +55,7 @@ from d3d.errors import D3DError
 from d3d.inference.pipeline import default_dtype, half_is_slow
 from d3d.jsonl import JsonlFile
 from d3d.models.decoder import DecoderModel, load_decoder
+from d3d.training.interrupts import sigterm_as_interrupt
 from d3d.training.losses import LossConfig, VocabSubset
 from d3d.training.objective import (DrafterObjective, build_drafter_body, drafter_from_state, init_vocab_ids,
                                     load_teacher, training_vocab)
@@ -393,26 +391,6 @@ class Trainer:
         self.accelerator.step = 0  # the accumulation counter restarts at a step boundary on resume
         self.save_checkpoint()
         self.say(f"interrupted: checkpoint saved at step {self.progress.step}; rerun the same command to resume")
-
-
-@contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (`kill`, a scheduler's pre-emption) stops the run as Ctrl-C does: checkpoint, then exit.
-
-    Background jobs of a non-interactive shell ignore SIGINT, so `kill -INT` cannot stop them; SIGTERM
-    is what schedulers send. Only the main thread can install a handler; elsewhere nothing changes."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class StepMeter:

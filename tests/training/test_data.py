@@ -214,6 +214,42 @@ def test_resume_after_interrupt_has_every_prompt_exactly_once(tmp_path, chat_tar
     assert (again.already_done, again.written, again.rows) == (10, 0, 10)
 
 
+def test_sigterm_finishes_the_batch_in_flight_then_stops_and_the_rerun_resumes(tmp_path, chat_target, monkeypatch):
+    """`kill` during batch 2 keeps batch 2's rows (not only batch 1's) and exits as Ctrl-C does."""
+    import os
+    import signal
+
+    from d3d.training import data as data_module
+
+    make = data_module.make_response_source
+    calls = {"n": 0}
+
+    def terminated_in_batch_two(cfg, target, sampling):
+        source = make(cfg, target, sampling)
+        respond = source.respond
+
+        def respond_and_get_killed(batch):
+            calls["n"] += 1
+            if calls["n"] == 2:
+                os.kill(os.getpid(), signal.SIGTERM)  # arrives while batch 2 is being answered
+            return respond(batch)
+
+        source.respond = respond_and_get_killed
+        return source
+
+    monkeypatch.setattr(data_module, "make_response_source", terminated_in_batch_two)
+    prompts = write_jsonl(tmp_path / "prompts.jsonl", word_prompts(10))
+    cfg = DataConfig(out=tmp_path / "data.jsonl", prompts=(prompts,), max_new_tokens=4, batch_size=3,
+                     greedy=True, progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        generate_dataset(cfg, target=chat_target)
+    assert calls["n"] == 2 and len(read_rows(cfg.out)) == 6  # batch 2 finished and appended, batch 3 never began
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is gone after the run
+    monkeypatch.setattr(data_module, "make_response_source", make)
+    report = generate_dataset(cfg, target=chat_target)
+    assert (report.already_done, report.written, report.rows) == (6, 4, 10)
+
+
 def test_skip_answered_continues_a_prompt_file_into_a_new_output(tmp_path, chat_target):
     prompts = write_jsonl(tmp_path / "prompts.jsonl", word_prompts(10))
     first = DataConfig(out=tmp_path / "shard1.jsonl", prompts=(prompts,), max_new_tokens=4, batch_size=3,
