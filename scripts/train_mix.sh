@@ -9,6 +9,8 @@
 # RECIPE=recipes/smollm2-d3d-mix7.yaml the seventh (all task answers, twice, with mix2_bf16).
 # RECIPE=recipes/smollm2-d3d-mix9.yaml the ninth (adds the second task file's answers, tasks2_bf16, listed twice).
 # RECIPE=recipes/smollm2-d3d-mix10.yaml the tenth (the ninth's drafter; the second task file fully answered).
+# RECIPE=recipes/smollm2-d3d-mix11.yaml the eleventh (the third task file's first answers, tasks3_bf16, four times);
+# RECIPE=recipes/smollm2-d3d-mix12.yaml the twelfth (the eleventh's drafter; the third task file fully answered).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
