@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -35,7 +35,8 @@ class StopRequest:
 
 
 @contextmanager
-def _handling_sigterm(handler) -> Iterator[None]:
+def _handling_sigterm(handler: Callable[[int, object], None]) -> Iterator[None]:
+    """Install `handler` for SIGTERM while the block runs (main thread only), then restore the old one."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
