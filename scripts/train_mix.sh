@@ -11,6 +11,7 @@
 # RECIPE=recipes/smollm2-d3d-mix10.yaml the tenth (the ninth's drafter; the second task file fully answered).
 # RECIPE=recipes/smollm2-d3d-mix11.yaml the eleventh (the third task file's first answers, tasks3_bf16, four times);
 # RECIPE=recipes/smollm2-d3d-mix12.yaml the twelfth (the eleventh's drafter; the third task file fully answered).
+# RECIPE=recipes/smollm2-d3d-mix13.yaml the thirteenth (the shipped twelfth's drafter; adds the fourth task file, tasks4_bf16, twice).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python

@@ -12,7 +12,9 @@ A section is a list of commands, each run as a subprocess exactly as the page sh
 (`results_steps.py`). A command's output is kept under `runs/results/<section>/` once it exits
 cleanly, and a command whose output exists is not run again: an interrupted run resumes (the
 benchmarks also resume prompt by prompt), a finished one only renders (to measure a section again,
-after shipping a new drafter say, move its folder away). A command that fails is
+after shipping a new drafter say, pass `--fresh SECTION`). What the page is rendered from is kept
+in git under `docs/results-data/` (`results_keep.py`) and restored from there, so a fresh clone
+renders the page and measures only what is missing. A command that fails is
 recorded, reported on the page with the end of its log, and tried again next time; the other
 commands and sections still run. Progress goes to stderr as each section and command starts and
 ends. The page is rendered from every output that exists, whichever sections this run ran: a
@@ -23,6 +25,7 @@ section per measurement with its commands, its table and its JSON summary lines.
     python -m d3d.evaluation.results --list               # sections, their commands and state
     python -m d3d.evaluation.results --only cost,demo     # some sections (the page still shows all)
     python -m d3d.evaluation.results --render-only        # the page from what is measured
+    python -m d3d.evaluation.results --only table --fresh table   # measure a section again
 
 This module knows the order, the runner and the page; it imports nothing it measures.
 """
@@ -40,11 +43,13 @@ from pathlib import Path
 from d3d.errors import D3DError
 from d3d.evaluation.results_config import ResultsConfig
 from d3d.evaluation.results_goals import goal_tables
+from d3d.evaluation.results_keep import forget, keep, restore
 from d3d.evaluation.results_optional import OPTIONAL_SECTIONS
 from d3d.evaluation.results_sections import SECTIONS, Section, fmt, md_table
 from d3d.evaluation.results_steps import Executor, Step, StepOutput, read_step, run_command, run_step
 
 ALL_SECTIONS = SECTIONS + OPTIONAL_SECTIONS
+KEEP_DIR = "docs/results-data"  # the page's measurements, kept in git (`results_keep.py`)
 Outputs = dict[str, dict[str, StepOutput]]  # section name -> step name -> output
 
 
@@ -105,9 +110,15 @@ def read_section(cfg: ResultsConfig, section: Section) -> dict[str, StepOutput]:
 
 
 def make_results(cfg: ResultsConfig, only: str | None = None, optional: bool = False, execute: Executor = run_command,
-                 render_only: bool = False) -> Path:
-    """Run the chosen sections (none with `render_only`), then write the page from every output; its path."""
-    chosen = select_sections(only, optional)
+                 render_only: bool = False, fresh: str | None = None) -> Path:
+    """Run the chosen sections (none with `render_only`; those in `fresh` measured again), then write the
+    page from every output; its path."""
+    chosen = select_sections(f"{only},{fresh}" if only and fresh else only, optional)  # a fresh section runs
+    for section in select_sections(fresh) if fresh else []:
+        _log(f"== {section.name}: measured again (--fresh): its earlier outputs removed")
+        forget(cfg.runs_dir, cfg.keep_dir or cfg.runs_dir, section.folder)
+    if cfg.keep_dir and (n := restore(cfg.runs_dir, cfg.keep_dir)):
+        _log(f"restored {n} kept measurement file(s) from {cfg.keep_dir}")
     commit = git_commit()
     errors: dict[str, str] = {}
     for section in [] if render_only else chosen:
@@ -116,6 +127,8 @@ def make_results(cfg: ResultsConfig, only: str | None = None, optional: bool = F
         except D3DError as error:
             errors[section.name] = str(error)
             _log(f"== {section.name}: FAILED: {error}")
+        if cfg.keep_dir:
+            keep(cfg.runs_dir, cfg.keep_dir)
     shown = [s for s in ALL_SECTIONS if s.default or s in chosen or _has_outputs(cfg, s)]
     outputs: Outputs = {}
     for section in shown:
@@ -171,7 +184,8 @@ def header(cfg: ResultsConfig, outputs: Outputs, commit: str) -> list[str]:
             + (f", at commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}" if commits else "") + f") on {machine()}. "
             f"Target: SmolLM2-135M-Instruct (the embedded GGUF, dequantized) unless a command says otherwise; speed tables "
             f"in {cfg.dtype}, greedy. Every ratio is measured side by side in one run. Each section below gives the "
-            "command that reproduces it; its raw output is under `" + cfg.runs_dir + "/`.", ""]
+            "command that reproduces it; its raw output is under `" + cfg.runs_dir + "/`"
+            + (f" (what the page is rendered from is kept in git under `{cfg.keep_dir}/`)" if cfg.keep_dir else "") + ".", ""]
 
 
 def status_table(cfg: ResultsConfig, sections: list[Section], outputs: Outputs, errors: dict[str, str]) -> list[str]:
@@ -246,7 +260,12 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, ResultsConfi
     p.add_argument("--list", action="store_true", help="list the sections and their commands, then stop")
     p.add_argument("--optional", action="store_true", help="also run the optional sections (async, sweep, pruning)")
     p.add_argument("--render-only", action="store_true", help="run nothing; write the page from the outputs there are")
-    p.add_argument("--runs-dir", default=d.runs_dir, help="where the sections' outputs are kept")
+    p.add_argument("--runs-dir", default=d.runs_dir, help="where the sections' outputs are written")
+    p.add_argument("--keep-dir", default=None,
+                   help=f"where the measurements are kept in git and restored from (default: {KEEP_DIR} with the default "
+                        "--runs-dir, else nowhere; '': nowhere)")
+    p.add_argument("--fresh", default=None, metavar="SECTION[,...]",
+                   help="measure these sections again: remove their earlier outputs first (here and in --keep-dir)")
     p.add_argument("--page", default=d.page, help="the markdown page to write")
     p.add_argument("--drafter", default=None, help="D3D drafter (default: the shipped one)")
     p.add_argument("--prefill-limit", type=int, default=d.prefill_limit, help="longctx2 prompts of the prefill section")
@@ -254,7 +273,10 @@ def parse_args(argv: list[str] | None) -> tuple[argparse.Namespace, ResultsConfi
     p.add_argument("--ar-drafter", default=d.ar_drafter, help="AR-drafter baseline of the optional async section")
     p.add_argument("--prune-log", default=d.prune_log, help="d3d prune log of the optional pruning section")
     args = p.parse_args(argv)
-    cfg = ResultsConfig(runs_dir=args.runs_dir, page=args.page, drafter=args.drafter, prefill_limit=args.prefill_limit,
+    if args.keep_dir is None:  # another --runs-dir is an experiment: it neither reads nor overwrites the page's
+        args.keep_dir = KEEP_DIR if args.runs_dir == d.runs_dir else ""
+    cfg = ResultsConfig(runs_dir=args.runs_dir, keep_dir=args.keep_dir or None, page=args.page, drafter=args.drafter,
+                        prefill_limit=args.prefill_limit,
                         prefill_layers=args.prefill_layers, ar_drafter=args.ar_drafter, prune_log=args.prune_log)
     return args, cfg
 
@@ -266,9 +288,13 @@ def main(argv: list[str] | None = None) -> int:
             raise D3DError(f"--prefill-limit must be at least 1, got {args.prefill_limit}")
         if args.list:
             select_sections(args.only, args.optional)  # a bad name is an error here too
+            if args.keep_dir:
+                restore(cfg.runs_dir, args.keep_dir)
             list_sections(cfg)
             return 0
-        print(f"wrote {make_results(cfg, args.only, args.optional, render_only=args.render_only)}")
+        if args.fresh:
+            select_sections(args.fresh)  # a bad name is an error before anything is removed
+        print(f"wrote {make_results(cfg, args.only, args.optional, render_only=args.render_only, fresh=args.fresh)}")
     except D3DError as error:
         print(f"d3d results: error: {error}", file=sys.stderr)
         return 2

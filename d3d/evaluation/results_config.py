@@ -25,6 +25,8 @@ class ResultsConfig:
     """Every setting of the page's measurements (the command-line flags of `python -m d3d.evaluation.results`)."""
 
     runs_dir: str = "runs/results"  # each section's raw outputs, in a folder of its own
+    keep_dir: str | None = None  # where the measurements are kept in git (`results_keep.py`; the command's default:
+    # docs/results-data), None: nowhere
     page: str = "docs/results.md"  # the page written from them
     images: str = "docs/img"  # plots of the optional sections
     dtype: str = "bfloat16"  # dtype of the speed tables, the load test, the prefill table and the demo

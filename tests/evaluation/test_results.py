@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shutil
 from dataclasses import asdict
 from pathlib import Path
 
@@ -214,6 +215,23 @@ def test_measured_outputs_are_not_run_again_and_only_runs_some_sections(cfg):
     (Path(cfg.runs_dir) / "demo" / "demo.out").unlink()
     make_results(cfg, only="demo", execute=fake)
     assert fake.ran == ["demo/demo"]
+
+
+def test_kept_measurements_render_a_fresh_clone_and_fresh_measures_a_section_again(cfg, tmp_path):
+    cfg.keep_dir = str(tmp_path / "kept")
+    fake = FakeCommands(cfg)
+    before = make_results(cfg, execute=fake).read_text()
+    kept = {p.relative_to(cfg.keep_dir).as_posix() for p in Path(cfg.keep_dir).rglob("*") if p.is_file()}
+    assert "table/humaneval.out" in kept and "table/humaneval.step.json" in kept and "demo/demo.out" in kept
+    assert "block_attention/runs/causal/offline.json" in kept  # the block-attention table reads these
+    assert not any(k.endswith((".log", ".partial")) for k in kept)  # logs and data stay on the machine
+    shutil.rmtree(cfg.runs_dir)  # a fresh clone: only the kept files
+    fake.ran.clear()
+    assert make_results(cfg, execute=fake).read_text() == before and fake.ran == []  # nothing measured again
+    make_results(cfg, only="demo", fresh="table", execute=fake)
+    assert sorted(fake.ran) == ["table/humaneval", "table/mixed"]  # --fresh runs the section even outside --only
+    fresh_meta = json.loads((Path(cfg.keep_dir) / "table" / "mixed.step.json").read_text())
+    assert fresh_meta == json.loads((Path(cfg.runs_dir) / "table" / "mixed.step.json").read_text())  # kept again
 
 
 def test_list_render_only_and_bad_section_names(cfg, capsys, monkeypatch):
