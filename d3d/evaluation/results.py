@@ -116,7 +116,7 @@ def make_results(cfg: ResultsConfig, only: str | None = None, optional: bool = F
     chosen = select_sections(f"{only},{fresh}" if only and fresh else only, optional)  # a fresh section runs
     for section in select_sections(fresh) if fresh else []:
         _log(f"== {section.name}: measured again (--fresh): its earlier outputs removed")
-        forget(cfg.runs_dir, cfg.keep_dir or cfg.runs_dir, section.folder)
+        forget(section.folder, cfg.runs_dir, cfg.keep_dir)
     if cfg.keep_dir and (n := restore(cfg.runs_dir, cfg.keep_dir)):
         _log(f"restored {n} kept measurement file(s) from {cfg.keep_dir}")
     commit = git_commit()

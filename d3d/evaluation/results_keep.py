@@ -10,7 +10,7 @@ both places, to measure it again.
 
     restore(runs_dir, keep_dir)            # before running: the committed measurements count
     keep(runs_dir, keep_dir)               # after each section
-    forget(runs_dir, keep_dir, "table")    # --fresh table
+    forget("table", runs_dir, keep_dir)    # --fresh table
 
 This module knows nothing about sections or commands; `results.py` calls it.
 """
@@ -61,9 +61,10 @@ def restore(runs_dir: str | Path, keep_dir: str | Path) -> int:
     return copied
 
 
-def forget(runs_dir: str | Path, keep_dir: str | Path, folder: str) -> None:
-    """Remove a section's folder from both places, so that its commands run again."""
-    for root in (Path(runs_dir), Path(keep_dir)):
-        target = root / folder
-        if target.is_dir():
+def forget(folder: str, *roots: str | Path | None) -> None:
+    """Remove a section's folder under each root (the runs folder and the kept one, where set), so
+    that its commands run again."""
+    for root in roots:
+        target = Path(root) / folder if root else None
+        if target is not None and target.is_dir():
             shutil.rmtree(target)
