@@ -284,3 +284,22 @@ def test_half_precision_on_a_cpu_without_it_is_warned_about(monkeypatch):
     assert train_module.slow_precision_warning("bf16", cuda) is None
     monkeypatch.setattr(pipeline, "cpu_has_native_bf16", lambda: True)
     assert train_module.slow_precision_warning("bf16", cpu) is None
+
+
+def test_a_drafter_stored_int8_initialises_training_with_its_dequantized_weights(tmp_path, tiny_llama_dir):
+    """A continued run may start from a shipped (int8-stored) drafter: it trains from q * scale, not from noise."""
+    from d3d.training.objective import build_drafter_body
+    from d3d.training.resolve import resolve_models
+
+    target = load_decoder(tiny_llama_dir)
+    dense_dir = train(tiny_config(tmp_path, tiny_llama_dir, num_layers=2, max_steps=2))
+    stored = tmp_path / "int8"
+    Drafter.from_pretrained(dense_dir, target=target).save_pretrained(stored, storage="int8")
+    assert any(v.dtype == torch.int8 for v in load_file(str(stored / WEIGHTS_NAME)).values())
+    cfg = tiny_config(tmp_path, tiny_llama_dir, init=str(stored), max_steps=1, output_dir=str(tmp_path / "cont"))
+    body = build_drafter_body(cfg, resolve_models(cfg))
+    reference = Drafter.from_pretrained(stored, target=target).model.state_dict()
+    for name, value in body.state_dict().items():
+        assert torch.equal(value.float(), reference[name].float()), name
+    out = train(cfg)  # and the run trains from there
+    assert records(tmp_path / "cont", "train")[0]["loss"] < 20 and (out / WEIGHTS_NAME).exists()
