@@ -10,8 +10,9 @@ a verifier that accepted the target's runner-up on close calls would pass it. So
 Every run logs the shape of each target pass (`DecodeStats.passes`: start position and rows) and
 its cache's capacity. For a prompt whose output differs from plain decoding's, `classify`:
 
-    replays  both runs' passes in the run's own model, dtype and shapes (`own_argmax`) and, at a
-             differing position, requires each run's token to be the argmax of its own logits
+    replays  both runs' passes in the run's own model, dtype, shapes and torch thread count
+             (`own_argmax`; on a CPU a pass can round differently on another number of threads,
+             and async decoding verifies on part of the cores) and, at a differing position, requires each run's token to be the argmax of its own logits
              there (what a correct greedy verifier must emit, whatever the rounding)
     bounds   the flip: both tokens' float32 logits within `near_tie_threshold(dtype)` =
              NEAR_TIE_EPS_MULTIPLE * eps(dtype) nats of the float32 maximum (ties of three included)
@@ -44,7 +45,8 @@ from d3d.models.attention import Rows
 from d3d.models.decoder import DecoderModel
 
 NEAR_TIE_EPS_MULTIPLE = 64  # near-tie threshold in units of the dtype's machine epsilon (nats)
-AGREEMENT_RULE = 3  # version of the rule (3: replayed argmax at every difference, forked to the end; 2: window only)
+AGREEMENT_RULE = 4  # version of the rule (4: 3 replayed on the run's own thread count; 3: replayed argmax at every
+#                      difference, forked to the end; 2: window only)
 
 
 def near_tie_threshold(dtype: torch.dtype) -> float:
@@ -60,6 +62,7 @@ class RunLog:
     passes: list[tuple[int, int]] | None = None  # (start, rows) of each target pass after the prefill (None: not logged)
     capacity: int = 0  # its target cache's capacity (fixed key spans attend over it)
     model: DecoderModel | None = field(default=None, compare=False)  # the model that ran it (None: no replay)
+    threads: int = 0  # torch threads its target passes ran on (0: not logged; the replay keeps the current count)
 
     @property
     def replayable(self) -> bool:
@@ -93,7 +96,17 @@ def first_difference(a: list[int], b: list[int]) -> int:
 def own_argmax(run: RunLog, prompt_ids: Tensor) -> list[bool]:
     """For each generated token of `run`: whether it is the argmax of the logits its own pass gave,
     recomputed by replaying the prefill and every logged pass in order (same model, dtype, shapes,
-    cache capacity, crops). prompt_ids: [1, n]."""
+    cache capacity, crops, thread count). prompt_ids: [1, n]."""
+    saved = torch.get_num_threads()
+    torch.set_num_threads(run.threads or saved)
+    try:
+        return _replayed_argmax(run, prompt_ids)
+    finally:
+        torch.set_num_threads(saved)
+
+
+def _replayed_argmax(run: RunLog, prompt_ids: Tensor) -> list[bool]:
+    """`own_argmax` on the current thread count."""
     model, n = run.model, prompt_ids.shape[1]
     seq = prompt_ids[0].tolist() + run.tokens
     cache = model.new_cache(1, run.capacity)

@@ -329,6 +329,7 @@ def run_record(tokens: list[int], stats: DecodeStats) -> dict:
         "draft_s": stats.draft_s, "verify_s": stats.verify_s, "stop_reason": stats.stop_reason,
         "draft_lengths": getattr(stats, "draft_lengths", {}), "tokens": tokens,
         "passes": stats.passes, "target_capacity": stats.target_capacity,  # the replay log (`agreement.py`)
+        "target_threads": stats.target_threads,
     } | async_record(stats) | prefill_record(stats) | tree_record(stats)
 
 
@@ -377,7 +378,8 @@ def run_log(record: dict, pipe: Pipeline) -> RunLog:
     """A results-file record as the agreement check's `RunLog` (replayable when it logged its passes)."""
     passes = record.get("passes")
     return RunLog(record["tokens"], None if passes is None else [tuple(p) for p in passes],
-                  record.get("target_capacity", 0), pipe.target.native("the agreement check"))
+                  record.get("target_capacity", 0), pipe.target.native("the agreement check"),
+                  record.get("target_threads", 0))
 
 
 def rejudge(pipe: Pipeline, rows: dict[str, dict], prompts: dict[str, Prompt], cfg: GenerationConfig) -> None:
@@ -398,8 +400,11 @@ def rejudge(pipe: Pipeline, rows: dict[str, dict], prompts: dict[str, Prompt], c
 
 
 def _with_pass_log(pipe: Pipeline, mode: str, record: dict, prompt_ids: Tensor, cfg: GenerationConfig) -> dict:
-    """The record itself when it has a pass log (or its mode cannot log one), else a rerun's record."""
-    if "passes" in record or base_mode(mode) not in NATIVE_MODES:
+    """The record itself when it has a whole pass log (or its mode cannot log one), else a rerun's record.
+    An async record written before thread counts were logged is not whole: its target verified on
+    part of the cores, and a replay on all of them can round differently."""
+    whole = "passes" in record and ("target_threads" in record or base_mode(mode) != "async")
+    if whole or base_mode(mode) not in NATIVE_MODES:
         return dict(record)
     rerun = run_record(*runner_for(mode)(pipe, prompt_ids, cfg))
     return rerun | {"agreement_rerun": rerun["tokens"] != record["tokens"]}

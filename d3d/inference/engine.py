@@ -73,6 +73,7 @@ class DecodeStats:
     draft_lengths: dict[str, int] = field(default_factory=dict)  # drafted tokens verified per round -> rounds (0 = plain step)
     passes: list[tuple[int, int]] = field(default_factory=list)  # (start position, rows) of each target pass after the prefill
     target_capacity: int = 0  # columns of the target's cache (a fixed key span's length); with `passes`, a replayable log
+    target_threads: int = 0  # torch threads of the target's passes (a CPU pass may round differently on another count)
 
     @property
     def tau(self) -> float:
@@ -170,7 +171,7 @@ def start_decode(
     stop.max_new_tokens = min(stop.max_new_tokens, budget)
     stats.prompt_tokens = prompt.shape[1]
     cache = target.new_cache(1, prompt.shape[1] + budget + 1)
-    stats.target_capacity = cache.capacity
+    stats.target_capacity, stats.target_threads = cache.capacity, torch.get_num_threads()
     logits = target(Rows.clean(prompt, 0), cache, logits_from=prompt.shape[1] - 1)
     first = int(pick_token(logits[0, -1], cfg.sampling, gen))
     stats.prefill_s = now(dev) - t0

@@ -133,3 +133,24 @@ def test_a_verifier_taking_the_runner_up_on_close_calls_is_a_divergence(flat_tar
     assert (got.kind, got.position, got.proof) == ("divergence", i, "replay") and "own replayed" in got.reason
     # the float32 window alone (rule 2) would have called it a near tie
     assert classify(plain.tokens, wrong.tokens, ids, flat_target, torch.bfloat16).kind == "near_tie"
+
+
+def test_the_replay_runs_on_the_threads_the_run_verified_on(flat_target, monkeypatch):
+    """A CPU pass can round differently on another thread count (async verifies on part of the
+    cores), so the replay takes the run's logged count, and gives the caller's back after."""
+    ids = prompt(1, 6)
+    run = logged(speculative_decode, flat_target, RandomSource(97, 4, greedy=True), ids)
+    assert run.passes and 0 < torch.get_num_threads()
+    saved = torch.get_num_threads()
+    seen: list[int] = []
+    forward = type(flat_target).forward
+
+    def counting(self, *args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return forward(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(flat_target), "forward", counting)
+    own = RunLog(run.tokens, run.passes, run.capacity, flat_target, threads=saved + 1)
+    assert all(own_argmax(own, ids)) and set(seen) == {saved + 1} and torch.get_num_threads() == saved
+    seen.clear()
+    assert all(own_argmax(RunLog(run.tokens, run.passes, run.capacity, flat_target), ids)) and set(seen) == {saved}

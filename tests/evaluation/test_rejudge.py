@@ -27,5 +27,5 @@ def test_an_old_near_tie_record_is_rerun_and_judged_by_replay(tiny_chat_model_di
             sync |= {"agreement": "near_tie", "agreement_rule": 2, "tokens": sync["tokens"][:-1] + [5]}
     out.write_text("".join(json.dumps(row) + "\n" for row in rows))
     summary = run_bench(cfg, io.StringIO())
-    assert AGREEMENT_RULE == 3
+    assert AGREEMENT_RULE == 4
     assert (summary["sync"]["identical_prompts"], summary["sync"]["near_ties"]) == (2, 0)  # the rerun, judged

@@ -45,6 +45,7 @@ def test_worker_drafts_concurrently_and_losslessly(target, tiny_llama_dir):
             stats = AsyncDecodeStats("async")
             got = [t for c in runner.stream(p, GenerationConfig(max_new_tokens=max_new), StopChecker(max_new), stats) for t in c]
             assert got == want and stats.fallback is None
+            assert stats.target_threads == 1  # logged for the agreement check's replay (the split, not all cores)
             assert stats.hits > 0 and stats.misses > 0 and stats.backend == "process"
             passes = [e for e in stats.timeline if e["kind"] == "successors"]
             verifies = {e["round"]: e for e in stats.timeline if e["kind"] == "verify"}
