@@ -1,4 +1,4 @@
-"""Resumed bench records judged by an older agreement rule are judged again by rule 3: records
+"""Resumed bench records judged by an older agreement rule are judged again by the current rule: records
 without a pass log are generated again (untimed) to get one (`bench.rejudge`)."""
 
 from __future__ import annotations
