@@ -12,8 +12,9 @@ its cache's capacity. For a prompt whose output differs from plain decoding's, `
 
     replays  both runs' passes in the run's own model, dtype, shapes and torch thread count
              (`own_argmax`; on a CPU a pass can round differently on another number of threads,
-             and async decoding verifies on part of the cores) and, at a differing position, requires each run's token to be the argmax of its own logits
-             there (what a correct greedy verifier must emit, whatever the rounding)
+             and async decoding verifies on part of the cores) and, at a differing position,
+             requires each run's token to be the argmax of its own logits there (what a correct
+             greedy verifier must emit, whatever the rounding)
     bounds   the flip: both tokens' float32 logits within `near_tie_threshold(dtype)` =
              NEAR_TIE_EPS_MULTIPLE * eps(dtype) nats of the float32 maximum (ties of three included)
     forks    plain decoding at that position from the other run's prefix, and compares on from

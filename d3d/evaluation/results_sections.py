@@ -245,8 +245,8 @@ def table_render(cfg: ResultsConfig, outputs: dict[str, StepOutput]) -> list[str
              "on another build and llama.cpp are compared with `ar` as agreement only. `ar` runs the default "
              "weights (`--weights auto`: packed bfloat16 where that runs, `docs/runtime.md`); `ar@dense` is the same "
              "target unpacked, bit for bit the same logits, so it must be identical. Outputs that differ are "
-             "judged by agreement rule 4 (`agreement.py`): a near tie is replayed in each run's own dtype, shapes and thread count, "
-             "a divergence is a bug.", ""]
+             "judged by agreement rule 4 (`agreement.py`): a near tie is replayed in each run's own dtype, shapes "
+             "and thread count, a divergence is a bug.", ""]
     for name, o in outputs.items():
         s = o.summary
         if s is None:
