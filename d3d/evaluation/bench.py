@@ -400,11 +400,9 @@ def rejudge(pipe: Pipeline, rows: dict[str, dict], prompts: dict[str, Prompt], c
 
 
 def _with_pass_log(pipe: Pipeline, mode: str, record: dict, prompt_ids: Tensor, cfg: GenerationConfig) -> dict:
-    """The record itself when it has a whole pass log (or its mode cannot log one), else a rerun's record.
-    An async record written before thread counts were logged is not whole: its target verified on
-    part of the cores, and a replay on all of them can round differently."""
-    whole = "passes" in record and ("target_threads" in record or base_mode(mode) != "async")
-    if whole or base_mode(mode) not in NATIVE_MODES:
+    """The record itself when it has a whole pass log, shapes and thread count (or its mode cannot log
+    one), else a rerun's record."""
+    if ("passes" in record and "target_threads" in record) or base_mode(mode) not in NATIVE_MODES:
         return dict(record)
     rerun = run_record(*runner_for(mode)(pipe, prompt_ids, cfg))
     return rerun | {"agreement_rerun": rerun["tokens"] != record["tokens"]}

@@ -17,10 +17,10 @@ import pytest
 
 from d3d.evaluation import results
 from d3d.evaluation.bench_summary import summarize
-from d3d.evaluation.results_goals import _x
 from d3d.evaluation.pass_cost import report as cost_report
 from d3d.evaluation.results import main, make_results
 from d3d.evaluation.results_config import ResultsConfig
+from d3d.evaluation.results_goals import _x
 from d3d.evaluation.results_steps import Step, run_command, run_step
 from d3d.evaluation.step_profile import OpTime, StepProfile
 from d3d.serving.loadtest import PhaseResult, report as load_report

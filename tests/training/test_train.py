@@ -15,7 +15,8 @@ from d3d.errors import D3DError
 from d3d.models import hub
 from d3d.models.decoder import load_decoder
 from d3d.models.drafter import WEIGHTS_NAME, Drafter
-from d3d.training.objective import DrafterObjective
+from d3d.training.objective import DrafterObjective, build_drafter_body
+from d3d.training.resolve import resolve_models
 from d3d.training.train import TrainConfig, train
 from tests.conftest import save_tiny_model
 from tests.helpers import MASK_ID
@@ -288,9 +289,6 @@ def test_half_precision_on_a_cpu_without_it_is_warned_about(monkeypatch):
 
 def test_a_drafter_stored_int8_initialises_training_with_its_dequantized_weights(tmp_path, tiny_llama_dir):
     """A continued run may start from a shipped (int8-stored) drafter: it trains from q * scale, not from noise."""
-    from d3d.training.objective import build_drafter_body
-    from d3d.training.resolve import resolve_models
-
     target = load_decoder(tiny_llama_dir)
     dense_dir = train(tiny_config(tmp_path, tiny_llama_dir, num_layers=2, max_steps=2))
     stored = tmp_path / "int8"
