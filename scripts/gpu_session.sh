@@ -6,7 +6,7 @@
 #     log-probabilities): data/task_prompts5.jsonl and data/mix_prompts3.jsonl interleaved, then
 #     user turns it writes itself (self-instruct), with the usual held-out sets kept out;
 #  2. a 30-step run measures the training step time; then the shipped drafter trains on those
-#     answers for as many steps as the budget left holds (at most $MAX_EPOCHS epochs), so that the
+#     answers (recipes/smollm2-d3d-gpu.yaml) for as many steps as the budget left holds (at most $MAX_EPOCHS epochs), so that the
 #     cosine schedule ends at its floor;
 #  3. the drafter is exported int8-stored, both it and the shipped one are evaluated offline on the
 #     dev sets, the answers are packed in the committed archive format, and everything goes into
@@ -36,8 +36,8 @@ PROMPT_S=${PROMPT_S:-110}       # seconds for the prompt files' answers
 SELF_S=${SELF_S:-90}            # seconds for the self-instruct answers
 SELF_N=${SELF_N:-5000}          # self-instruct user turns asked for
 BATCH=${BATCH:-384}             # prompts answered together
-TRAIN_BATCH=${TRAIN_BATCH:-32}  # examples per optimizer step
-LR=${LR:-1.5e-4}
+RECIPE=${RECIPE:-recipes/smollm2-d3d-gpu.yaml}  # the objective, batch and learning rate
+TRAIN_BATCH=${TRAIN_BATCH:-32}  # examples per optimizer step (the recipe's batch_size)
 MAX_EPOCHS=${MAX_EPOCHS:-4}
 RESERVE_S=${RESERVE_S:-70}      # kept at the end for export, evaluation and the bundle
 DRAFTER=${DRAFTER:-d3d/drafters/smollm2-135m-instruct}
@@ -90,10 +90,7 @@ for f in "${DATA[@]}"; do  # packed on the CPU cores while the GPU trains
 done
 
 # -- 2. training -----------------------------------------------------------------------------
-TRAIN=(--init "$DRAFTER" --data "${DATA[@]}" --dev-data data/smollm2/dev.jsonl --draft-vocab-size 8192
-       --draft-vocab-from init --block-size 16 --num-anchors 16 --lambda-ar 1.0 --ce-weight 0.0 --kd-weight 1.0
-       --position-weighting survival --max-length 512 --lr "$LR" --min-lr-ratio 0.1 --batch-size "$TRAIN_BATCH"
-       --grad-accum 1 --mixed-precision bf16 --no-eval-real --seed 5)
+TRAIN=(--config "$RECIPE" --init "$DRAFTER" --data "${DATA[@]}" --batch-size "$TRAIN_BATCH" --seed 5)
 CALIB_STEPS=30; [ "$SMALL" = 1 ] && CALIB_STEPS=4
 rm -rf "$WORK/calib"
 t0=$(date +%s)
@@ -141,7 +138,7 @@ if [ -f "$WORK/train/drafter/drafter_config.json" ]; then
     log "offline acceptance of $d (tau_sim / alpha_1): $($PY -c 'import json, sys
 try:
     r = json.load(open(sys.argv[1]))["by_data"]
-    print(", ".join(f"{k.split("/")[-1]} {v["tau_sim"]:.3f} / {v["alpha"][0]:.3f}" for k, v in r.items()))
+    print(", ".join("%s %.3f / %.3f" % (k.split("/")[-1], v["tau_sim"], v["alpha"][0]) for k, v in r.items()))
 except Exception as e:
     print("failed:", repr(e))' "$WORK/bundle/eval-$name.json")"
   done
