@@ -39,6 +39,7 @@ BATCH=${BATCH:-384}             # prompts answered together
 RECIPE=${RECIPE:-recipes/smollm2-d3d-gpu.yaml}  # the objective, batch and learning rate
 TRAIN_BATCH=${TRAIN_BATCH:-32}  # examples per optimizer step (the recipe's batch_size)
 MAX_EPOCHS=${MAX_EPOCHS:-4}
+TASKS_FROM=${TASKS_FROM:-5646}  # data/task_prompts5.jsonl from this line on: lines 0-5645 were answered on the CPU (tasks5_bf16, all but 206 of them)
 RESERVE_S=${RESERVE_S:-70}      # kept at the end for export, evaluation and the bundle
 DRAFTER=${DRAFTER:-d3d/drafters/smollm2-135m-instruct}
 mkdir -p "$OUT" "$WORK/data" "$WORK/pack"
@@ -62,10 +63,11 @@ log "start: $($PY -c 'import torch, transformers, accelerate; print("torch", tor
 $PY -c 'from d3d.models import hub; print("target", hub.resolve_model_dir(None))' | tee -a "$OUT/job.log"
 
 # -- 1. answers ------------------------------------------------------------------------------
-$PY - "$WORK/prompts.jsonl" data/task_prompts5.jsonl data/mix_prompts3.jsonl <<'EOF'
+$PY - "$WORK/prompts.jsonl" "$TASKS_FROM" data/task_prompts5.jsonl data/mix_prompts3.jsonl <<'EOF'
 import itertools, sys
-out, *files = sys.argv[1:]
+out, tasks_from, *files = sys.argv[1:]
 streams = [open(f, encoding="utf-8").readlines() for f in files]
+streams[0] = streams[0][int(tasks_from):]  # the task file's lines answered on the CPU already
 with open(out, "w", encoding="utf-8") as f:
     for rows in itertools.zip_longest(*streams):
         f.writelines(r for r in rows if r)
