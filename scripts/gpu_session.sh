@@ -39,7 +39,7 @@ BATCH=${BATCH:-384}             # prompts answered together
 RECIPE=${RECIPE:-recipes/smollm2-d3d-gpu.yaml}  # the objective, batch and learning rate
 TRAIN_BATCH=${TRAIN_BATCH:-32}  # examples per optimizer step (the recipe's batch_size)
 MAX_EPOCHS=${MAX_EPOCHS:-4}
-TASKS_FROM=${TASKS_FROM:-5646}  # data/task_prompts5.jsonl from this line on: lines 0-5645 were answered on the CPU (tasks5_bf16, all but 206 of them)
+TASKS_FROM=${TASKS_FROM:-8000}  # data/task_prompts5.jsonl from this line on: the whole file was answered on the CPU since (tasks5_bf16), so by default only the mix file and self-instruct turns
 RESERVE_S=${RESERVE_S:-70}      # kept at the end for export, evaluation and the bundle
 DRAFTER=${DRAFTER:-d3d/drafters/smollm2-135m-instruct}
 mkdir -p "$OUT" "$WORK/data" "$WORK/pack"
