@@ -3,7 +3,8 @@
 #
 # Inside one time budget ($BUDGET seconds, every stage boxed), on a machine with a CUDA GPU:
 #  1. the embedded target answers fresh prompts there (bfloat16, greedy, 192 tokens, top-8
-#     log-probabilities): data/task_prompts5.jsonl and data/mix_prompts3.jsonl interleaved, then
+#     log-probabilities): data/task_prompts5.jsonl from line $TASKS_FROM (by default none of it: the CPU
+#     answered it) and data/mix_prompts3.jsonl interleaved, then
 #     user turns it writes itself (self-instruct), with the usual held-out sets kept out;
 #  2. a 30-step run measures the training step time; then the shipped drafter trains on those
 #     answers (recipes/smollm2-d3d-gpu.yaml) for as many steps as the budget left holds (at most $MAX_EPOCHS epochs), so that the
