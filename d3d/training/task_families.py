@@ -15,7 +15,7 @@ Every task has a reference solution that computes its docstring's examples and a
 whose inputs make them informative; constants vary with k (2 to 7) as in the first families. None is
 a HumanEval problem. No name repeats one of the first families', so a file of these prompts shares no
 prompt with the first file. The module knows nothing about rendering, example formats or files:
-`task_prompts` imports `extra_tasks(k)` and renders the tasks (`--families new` or `all`). `Task` and
+`task_prompts` imports `extra_tasks(k)` and renders the tasks (`--families new`, `all` or `every`). `Task` and
 the small input helpers live here, below `task_prompts`, so that the imports run one way.
 
     python -m d3d.training.task_prompts --out data/task_prompts2.jsonl --count 6000 --seed 1 --families new

@@ -11,11 +11,13 @@ HumanEval ask for. This module composes such puzzles from a grammar instead:
     sequences list utilities (running sums, rotation, chunks, windows, merging, frequencies ...)
 
 `task_families.py` adds more families (mappings, grids, pairs, floats, more text, ordering, small
-puzzles); `--families` picks the first four ("old", the default), the new ones ("new") or both ("all").
+puzzles) and `task_families3.py` a third set (number theory, parsing, membership, nesting,
+simulations, predicates, formatting, counting); `--families` picks the first four ("old", the
+default), the second set ("new"), both ("all"), the third set ("third") or all three ("every").
 
 Every task has a reference implementation, used only to compute the docstring's examples; the target
 writes the code. With `--families old` every example is HumanEval's `>>> f(x)` followed by its value,
-exactly as the first file was written; with `new` or `all` 60% are, and the rest use HumanEval's other
+exactly as the first file was written; with any other choice 60% are, and the rest use HumanEval's other
 shapes (`f(x) ==> value`, `f(x) == value`, `f(x) -> value`, `f(x) ➞ value`, "For x = 1 the output
 should be 2"). Names, argument names, type-hint style, phrasing, constants and example inputs vary
 with a seeded generator, so one seed gives thousands of distinct prompts. Most prompts are stubs to
@@ -27,6 +29,8 @@ byte for byte.
     python -m d3d.training.task_prompts --out data/task_prompts2.jsonl --count 6000 --seed 1 --families new
     python -m d3d.training.task_prompts --out data/task_prompts3.jsonl --count 6000 --seed 2 --families all \
         --id-prefix task3- --skip-texts data/task_prompts.jsonl --skip-texts data/task_prompts2.jsonl
+    python -m d3d.training.task_prompts --out data/task_prompts6.jsonl --count 8000 --seed 6 --families third \
+        --id-prefix task6- --skip-texts data/task_prompts.jsonl ... --skip-texts data/task_dev_prompts.jsonl
 
 `--skip-texts FILE` (repeatable) leaves out every prompt whose exact text is in FILE, so a new file
 asks nothing an earlier one already asked; the count is still met from the rest of the grammar.
@@ -47,6 +51,7 @@ from pathlib import Path
 from d3d.errors import D3DError
 from d3d.training.prompts import read_prompt_jsonl
 from d3d.training.task_families import WORDS, Task, extra_tasks, int_list, is_prime, sentence
+from d3d.training.task_families3 import third_tasks
 
 STUB_TEMPLATE = (  # the bench's HumanEval wording (d3d/evaluation/suites.py), so training sees that shape
     "Complete the following Python function. Reply with the full function in a Python code block."
@@ -271,14 +276,21 @@ def all_tasks(k: int) -> list[Task]:
     return list_tasks(k) + string_tasks(k) + number_tasks(k) + sequence_tasks(k)
 
 
-FAMILIES = ("old", "new", "all")  # this module's families, task_families' or both
+CATALOGUES: dict[str, tuple[Callable[[int], list[Task]], ...]] = {  # --families: whose tasks, in this order
+    "old": (all_tasks,),  # this module's
+    "new": (extra_tasks,),  # task_families'
+    "all": (all_tasks, extra_tasks),
+    "third": (third_tasks,),  # task_families3's
+    "every": (all_tasks, extra_tasks, third_tasks),
+}
+FAMILIES = tuple(CATALOGUES)
 
 
 def tasks_of(families: str, k: int) -> list[Task]:
     """The catalogue of `families` (one of FAMILIES) with the constant k."""
     if families not in FAMILIES:
         raise D3DError(f"families must be one of {', '.join(FAMILIES)}, got {families!r}")
-    return (all_tasks(k) if families != "new" else []) + (extra_tasks(k) if families != "old" else [])
+    return [task for make in CATALOGUES[families] for task in make(k)]
 
 
 @dataclass(frozen=True)
@@ -360,7 +372,7 @@ def build_tasks(count: int, seed: int, id_prefix: str = "task-", families: str =
     Prompts whose text is in `skip` (an earlier file's) are drawn again instead.
 
     `families` picks the catalogue (see FAMILIES). The first file's families alone keep their `>>>`
-    examples, so seed 0 still writes data/task_prompts.jsonl byte for byte; "new" and "all" mix formats.
+    examples, so seed 0 still writes data/task_prompts.jsonl byte for byte; the others mix formats.
     """
     if count < 1:
         raise D3DError(f"count must be at least 1, got {count}")
@@ -384,8 +396,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=6000, help="number of prompts")
     parser.add_argument("--seed", type=int, default=0, help="generator seed (the same seed gives the same file)")
     parser.add_argument("--families", choices=FAMILIES, default="old",
-                        help="task families: old (the first file's, `>>>` examples only), new (task_families.py) "
-                             "or all; new and all mix HumanEval's example formats")
+                        help="task families: old (the first file's, `>>>` examples only), new (task_families.py), "
+                             "all (old and new), third (task_families3.py) or every (all three); all but old mix "
+                             "HumanEval's example formats")
     parser.add_argument("--id-prefix", default=None,
                         help="id prefix, to keep several files' ids apart (default: task- for --families old, "
                              "task2- otherwise)")
