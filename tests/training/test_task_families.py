@@ -1,7 +1,8 @@
 """Tests for d3d.training.task_families and task_prompts' example formats.
 
-Every example in every format is what the reference solution returns, `--families new` shares nothing
-with the first file, and the first file still comes out of seed 0 byte for byte.
+Every example in every format is what the reference solution returns (for the third set too:
+test_task_families3.py leaves those checks here), `--families new` shares nothing with the first file,
+and the first file still comes out of seed 0 byte for byte.
 """
 
 from __future__ import annotations
@@ -11,53 +12,22 @@ import doctest
 import inspect
 import json
 import random
-import re
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
 from d3d.errors import D3DError
 from d3d.training import task_prompts
-from d3d.training.task_families import Task, extra_tasks
-from d3d.training.task_prompts import DOCTEST, EXAMPLE_FORMATS, ExampleFormat, all_tasks, render
+from d3d.training.task_families import extra_tasks
+from d3d.training.task_families3 import third_tasks
+from d3d.training.task_prompts import DOCTEST, EXAMPLE_FORMATS, all_tasks, render
+from tests.training.task_stubs import DATA, define_stub, entry_pattern, function_name, names_of, stub_code
 
-DATA = Path(__file__).resolve().parents[2] / "data"
-CODE_BLOCK = re.compile(r"```python\n(.*)```", re.S)
 OTHER_FORMATS = [f for f in EXAMPLE_FORMATS if f is not DOCTEST]
 
 
-def stub_code(prompt: str) -> str | None:
-    match = CODE_BLOCK.search(prompt)
-    return match.group(1) if match and prompt.startswith("Complete the following") else None
-
-
-def function_name(prompt: str) -> str:
-    code = stub_code(prompt)
-    return re.search(r"def (\w+)\(", code).group(1) if code else re.search(r"`(\w+)", prompt).group(1)
-
-
-def old_names() -> set[str]:
-    return {t.name for k in range(2, 8) for t in all_tasks(k)}
-
-
-def entry_pattern(shape: ExampleFormat) -> re.Pattern:
-    """A regex for one example line of `shape`, with groups call / value / inputs."""
-    pattern = re.escape(shape.entry)
-    for field in ("call", "value", "inputs"):
-        pattern = pattern.replace(re.escape("{" + field + "}"), f"(?P<{field}>.+)")
-    return re.compile(pattern)
-
-
-def define_stub(task: Task, code: str):
-    """The stub function a prompt's code block defines (so the code parses and names its arguments)."""
-    namespace: dict = {}
-    exec(compile(code, task.name, "exec"), namespace)
-    return namespace[task.name]
-
-
 def test_the_new_families_are_many_distinct_and_apart_from_the_first_files():
-    old = old_names()
+    old = names_of(all_tasks)
     for k in range(2, 8):
         names = [t.name for t in extra_tasks(k)]
         assert len(names) == len(set(names)) >= 100
@@ -74,13 +44,16 @@ def test_every_new_tasks_examples_are_informative(k):
         assert len(answers) > 1, task.name
 
 
-@pytest.mark.parametrize("k", [2, 3, 6, 7])
-def test_every_new_tasks_doctest_examples_pass_against_its_reference(k):
-    """Rendered with `>>>` examples, each new stub parses and its examples pass as doctests."""
+@pytest.mark.parametrize(("make", "k", "least"), [
+    *[pytest.param(extra_tasks, k, 200, id=f"new-{k}") for k in (2, 3, 6, 7)],
+    *[pytest.param(third_tasks, k, 300, id=f"third-{k}") for k in range(2, 8)],
+])
+def test_every_tasks_doctest_examples_pass_against_its_reference(make, k, least):
+    """Rendered with `>>>` examples, each stub of the second and third sets parses and passes as doctests."""
     r = random.Random(k)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     checked = 0
-    for task in extra_tasks(k):
+    for task in make(k):
         for _ in range(6):
             code = stub_code(render(task, r))
             if code is None:
@@ -90,17 +63,20 @@ def test_every_new_tasks_doctest_examples_pass_against_its_reference(k):
             assert test.examples, code
             assert runner.run(test, out=lambda _: None).failed == 0, code
             checked += 1
-    assert checked > 200
+    assert checked > least
 
 
 @pytest.mark.parametrize("shape", OTHER_FORMATS, ids=lambda f: f.name)
-@pytest.mark.parametrize("k", [2, 5])
-def test_every_other_formats_examples_show_what_the_reference_returns(shape, k):
-    """For old and new tasks: parse each shown example, compute f(args) and compare to the shown value."""
+@pytest.mark.parametrize(("makes", "k", "draws", "least"), [
+    *[pytest.param((all_tasks, extra_tasks), k, 4, 500, id=f"old+new-{k}") for k in (2, 5)],
+    pytest.param((third_tasks,), 3, 3, 100, id="third-3"),
+])
+def test_every_other_formats_examples_show_what_the_reference_returns(shape, makes, k, draws, least):
+    """For every catalogue: parse each shown example, compute f(args) and compare to the shown value."""
     r = random.Random(k)
     pattern, checked = entry_pattern(shape), 0
-    for task in all_tasks(k) + extra_tasks(k):
-        for _ in range(4):
+    for task in [task for make in makes for task in make(k)]:
+        for _ in range(draws):
             code = stub_code(render(task, r, (shape,)))
             if code is None:
                 continue
@@ -121,7 +97,7 @@ def test_every_other_formats_examples_show_what_the_reference_returns(shape, k):
                     result = eval(match["call"], {task.name: task.solve})
                 assert ast.literal_eval(match["value"]) == result and repr(result) == match["value"], entry
                 checked += 1
-    assert checked > 500
+    assert checked > least
 
 
 def test_mixed_formats_keep_doctest_the_most_common_and_show_every_format():
@@ -147,12 +123,12 @@ def test_families_new_is_deterministic_and_has_none_of_the_first_files_functions
     rows = [json.loads(line) for line in a.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 300 and all(row["id"].startswith("task2-") for row in rows)
     names = {function_name(row["prompt"]) for row in rows}
-    assert len(names) > 80 and not names & old_names()
+    assert len(names) > 80 and not names & names_of(all_tasks)
 
 
 def test_families_all_draws_from_both_catalogues():
     names = {function_name(row["prompt"]) for row in task_prompts.build_tasks(600, seed=3, families="all")}
-    assert names & old_names() and names - old_names()
+    assert names & names_of(all_tasks) and names - names_of(all_tasks)
 
 
 def test_an_unknown_family_is_refused_in_one_line(capsys):

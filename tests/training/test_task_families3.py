@@ -1,58 +1,26 @@
 """Tests for d3d.training.task_families3 and the `third` and `every` choices of `--families`.
 
 The third set adds many names that neither the earlier catalogues nor HumanEval use, its descriptions
-share no 13-word n-gram with a HumanEval prompt, every example is what the reference returns, and the
-earlier files still come out of their seeds byte for byte.
+share no 13-word n-gram with a HumanEval prompt, and the earlier files still come out of their seeds byte
+for byte. That every example is what the reference returns is checked with the other catalogues' in
+test_task_families.py.
 """
 
 from __future__ import annotations
 
 import ast
-import doctest
 import inspect
 import json
 import random
-import re
-from pathlib import Path
 
 import pytest
 
 from d3d.training import task_families3, task_prompts
 from d3d.training.decontamination import Decontaminator
-from d3d.training.task_families import Task, extra_tasks
+from d3d.training.task_families import extra_tasks
 from d3d.training.task_families3 import third_tasks
-from d3d.training.task_prompts import DOCTEST, EXAMPLE_FORMATS, ExampleFormat, all_tasks, render
-
-DATA = Path(__file__).resolve().parents[2] / "data"
-CODE_BLOCK = re.compile(r"```python\n(.*)```", re.S)
-K_VALUES = range(2, 8)
-
-
-def stub_code(prompt: str) -> str | None:
-    match = CODE_BLOCK.search(prompt)
-    return match.group(1) if match and prompt.startswith("Complete the following") else None
-
-
-def function_name(prompt: str) -> str:
-    code = stub_code(prompt)
-    return re.search(r"def (\w+)\(", code).group(1) if code else re.search(r"`(\w+)", prompt).group(1)
-
-
-def names_of(make) -> set[str]:
-    return {t.name for k in K_VALUES for t in make(k)}
-
-
-def define_stub(task: Task, code: str):
-    namespace: dict = {}
-    exec(compile(code, task.name, "exec"), namespace)
-    return namespace[task.name]
-
-
-def entry_pattern(shape: ExampleFormat) -> re.Pattern:
-    pattern = re.escape(shape.entry)
-    for field in ("call", "value", "inputs"):
-        pattern = pattern.replace(re.escape("{" + field + "}"), f"(?P<{field}>.+)")
-    return re.compile(pattern)
+from d3d.training.task_prompts import all_tasks
+from tests.training.task_stubs import DATA, K_VALUES, function_name, names_of
 
 
 @pytest.fixture(scope="module")
@@ -100,46 +68,6 @@ def test_every_third_tasks_examples_are_informative(k):
         assert len(set(answers)) > 1 and max(map(answers.count, answers)) <= 36, (task.name, set(answers))
 
 
-@pytest.mark.parametrize("k", K_VALUES)
-def test_every_third_tasks_doctest_examples_pass_against_its_reference(k):
-    r = random.Random(k)
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-    checked = 0
-    for task in third_tasks(k):
-        for _ in range(6):
-            code = stub_code(render(task, r))
-            if code is None:
-                continue  # a plain request has no examples
-            stub = define_stub(task, code)
-            test = doctest.DocTestParser().get_doctest(stub.__doc__, {task.name: task.solve}, task.name, None, 0)
-            assert test.examples, code
-            assert runner.run(test, out=lambda _: None).failed == 0, code
-            checked += 1
-    assert checked > 300
-
-
-@pytest.mark.parametrize("shape", [f for f in EXAMPLE_FORMATS if f is not DOCTEST], ids=lambda f: f.name)
-def test_every_other_formats_examples_show_what_the_reference_returns(shape):
-    r = random.Random(3)
-    pattern, checked = entry_pattern(shape), 0
-    for task in third_tasks(3):
-        for _ in range(3):
-            code = stub_code(render(task, r, (shape,)))
-            if code is None:
-                continue
-            lines = [line.strip() for line in define_stub(task, code).__doc__.splitlines()]
-            for entry in [line for line in lines[lines.index(shape.heading) + 1:] if line]:
-                match = pattern.fullmatch(entry)
-                assert match, entry
-                if "inputs" in match.groupdict():
-                    result = task.solve(*eval(f"dict({match['inputs']})").values())
-                else:
-                    result = eval(match["call"], {task.name: task.solve})
-                assert ast.literal_eval(match["value"]) == result and repr(result) == match["value"], entry
-                checked += 1
-    assert checked > 100
-
-
 def test_families_third_is_deterministic_and_uses_only_the_third_set(tmp_path):
     a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
     for path, seed in ((a, 6), (b, 6), (c, 7)):
@@ -169,17 +97,9 @@ def test_each_choice_lists_its_catalogues_in_order():
             assert names == [t.name for make in makers for t in make(k)], families
 
 
-def test_seed_0_still_writes_the_first_file_byte_for_byte(tmp_path):
-    out = tmp_path / "t.jsonl"
-    assert task_prompts.main(["--out", str(out), "--count", "6000", "--seed", "0"]) == 0
-    assert out.read_bytes() == (DATA / "task_prompts.jsonl").read_bytes()
-
-
 def test_seed_5_still_writes_the_fifth_file_byte_for_byte(tmp_path):
     earlier = ["task_prompts.jsonl", "task_prompts2.jsonl", "task_prompts3.jsonl", "task_prompts4.jsonl",
                "task_dev_prompts.jsonl"]
-    if not all((DATA / name).exists() for name in earlier + ["task_prompts5.jsonl"]):
-        pytest.skip("the earlier task files are not all in data/")
     out = tmp_path / "t5.jsonl"
     skips = [arg for name in earlier for arg in ("--skip-texts", str(DATA / name))]
     args = ["--out", str(out), "--count", "8000", "--seed", "5", "--families", "all", "--id-prefix", "task5-"]

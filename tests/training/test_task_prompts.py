@@ -10,13 +10,7 @@ import re
 import pytest
 
 from d3d.training import task_prompts
-
-CODE_BLOCK = re.compile(r"```python\n(.*)```", re.S)
-
-
-def stub_code(prompt: str) -> str | None:
-    match = CODE_BLOCK.search(prompt)
-    return match.group(1) if match and prompt.startswith("Complete the following") else None
+from tests.training.task_stubs import stub_code
 
 
 def test_the_same_seed_gives_the_same_file_and_another_seed_another(tmp_path):
