@@ -14,6 +14,7 @@
 # RECIPE=recipes/smollm2-d3d-mix13.yaml the thirteenth (the shipped twelfth's drafter; adds the fourth task file, tasks4_bf16, twice).
 # RECIPE=recipes/smollm2-d3d-mix14.yaml the fourteenth (the shipped thirteenth's drafter; adds the fifth task file, tasks5_bf16, twice).
 # RECIPE=recipes/smollm2-d3d-mix15.yaml the fifteenth (the fourteenth's drafter; the whole fifth task file, three times).
+# RECIPE=recipes/smollm2-d3d-mix16.yaml the sixteenth (the shipped thirteenth's drafter; adds the sixth task file, tasks6_bf16, three times).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
