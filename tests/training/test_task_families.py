@@ -1,8 +1,8 @@
 """Tests for d3d.training.task_families and task_prompts' example formats.
 
-Every example in every format is what the reference solution returns (for the third set too:
-test_task_families3.py leaves those checks here), `--families new` shares nothing with the first file,
-and the first file still comes out of seed 0 byte for byte.
+Every example in every format is what the reference solution returns (for the first and third
+sets too: test_task_prompts.py and test_task_families3.py leave those checks here), `--families
+new` shares nothing with the first file, and the first file still comes out of seed 0 byte for byte.
 """
 
 from __future__ import annotations
@@ -45,11 +45,12 @@ def test_every_new_tasks_examples_are_informative(k):
 
 
 @pytest.mark.parametrize(("make", "k", "least"), [
+    *[pytest.param(all_tasks, k, 50, id=f"first-{k}") for k in (2, 3, 5, 7)],
     *[pytest.param(extra_tasks, k, 200, id=f"new-{k}") for k in (2, 3, 6, 7)],
     *[pytest.param(third_tasks, k, 300, id=f"third-{k}") for k in range(2, 8)],
 ])
 def test_every_tasks_doctest_examples_pass_against_its_reference(make, k, least):
-    """Rendered with `>>>` examples, each stub of the second and third sets parses and passes as doctests."""
+    """Rendered with `>>>` examples, each stub of every catalogue parses and passes as doctests."""
     r = random.Random(k)
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     checked = 0
