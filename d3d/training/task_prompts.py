@@ -11,9 +11,11 @@ HumanEval ask for. This module composes such puzzles from a grammar instead:
     sequences list utilities (running sums, rotation, chunks, windows, merging, frequencies ...)
 
 `task_families.py` adds more families (mappings, grids, pairs, floats, more text, ordering, small
-puzzles) and `task_families3.py` a third set (number theory, parsing, membership, nesting,
-simulations, predicates, formatting, counting); `--families` picks the first four ("old", the
-default), the second set ("new"), both ("all"), the third set ("third") or all three ("every").
+puzzles), `task_families3.py` a third set (number theory, parsing, membership, nesting,
+simulations, predicates, formatting, counting) and `task_families4.py` a fourth (ranges, matrices,
+tallies, ciphers, calendar, history, digits, windows); `--families` picks the first four ("old", the
+default), the second set ("new"), both ("all"), the third set ("third"), the first three sets
+("every") or the fourth set alone ("fourth").
 
 Every task has a reference implementation, used only to compute the docstring's examples; the target
 writes the code. With `--families old` every example is HumanEval's `>>> f(x)` followed by its value,
@@ -31,6 +33,13 @@ byte for byte.
         --id-prefix task3- --skip-texts data/task_prompts.jsonl --skip-texts data/task_prompts2.jsonl
     python -m d3d.training.task_prompts --out data/task_prompts6.jsonl --count 8000 --seed 6 --families third \
         --id-prefix task6- --skip-texts data/task_prompts.jsonl ... --skip-texts data/task_dev_prompts.jsonl
+
+The fourth set's held-out prompts and its first file (no function name is shared with an earlier file):
+
+    python -m d3d.training.task_prompts --out data/task_dev4_prompts.jsonl --count 48 --seed 14 --families fourth \
+        --id-prefix taskdev4- --skip-texts data/task_prompts.jsonl ... --skip-texts data/task_dev_prompts.jsonl
+    python -m d3d.training.task_prompts --out data/task_prompts7.jsonl --count 8000 --seed 7 --families fourth \
+        --id-prefix task7- --skip-texts data/task_prompts.jsonl ... --skip-texts data/task_dev4_prompts.jsonl
 
 `--skip-texts FILE` (repeatable) leaves out every prompt whose exact text is in FILE, so a new file
 asks nothing an earlier one already asked; the count is still met from the rest of the grammar.
@@ -52,6 +61,7 @@ from d3d.errors import D3DError
 from d3d.training.prompts import read_prompt_jsonl
 from d3d.training.task_families import WORDS, Task, extra_tasks, int_list, is_prime, sentence
 from d3d.training.task_families3 import third_tasks
+from d3d.training.task_families4 import fourth_tasks
 
 STUB_TEMPLATE = (  # the bench's HumanEval wording (d3d/evaluation/suites.py), so training sees that shape
     "Complete the following Python function. Reply with the full function in a Python code block."
@@ -281,7 +291,8 @@ CATALOGUES: dict[str, tuple[Callable[[int], list[Task]], ...]] = {  # --families
     "new": (extra_tasks,),  # task_families'
     "all": (all_tasks, extra_tasks),
     "third": (third_tasks,),  # task_families3's
-    "every": (all_tasks, extra_tasks, third_tasks),
+    "every": (all_tasks, extra_tasks, third_tasks),  # the first three sets; a later set gets its own choice
+    "fourth": (fourth_tasks,),  # task_families4's
 }
 FAMILIES = tuple(CATALOGUES)
 
@@ -397,8 +408,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="generator seed (the same seed gives the same file)")
     parser.add_argument("--families", choices=FAMILIES, default="old",
                         help="task families: old (the first file's, `>>>` examples only), new (task_families.py), "
-                             "all (old and new), third (task_families3.py) or every (all three); all but old mix "
-                             "HumanEval's example formats")
+                             "all (old and new), third (task_families3.py), every (those three) or fourth "
+                             "(task_families4.py); all but old mix HumanEval's example formats")
     parser.add_argument("--id-prefix", default=None,
                         help="id prefix, to keep several files' ids apart (default: task- for --families old, "
                              "task2- otherwise)")

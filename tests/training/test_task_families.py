@@ -1,8 +1,9 @@
 """Tests for d3d.training.task_families and task_prompts' example formats.
 
-Every example in every format is what the reference solution returns (for the first and third
-sets too: test_task_prompts.py and test_task_families3.py leave those checks here), `--families
-new` shares nothing with the first file, and the first file still comes out of seed 0 byte for byte.
+Every example in every format is what the reference solution returns and every task's examples are
+informative (for the first, third and fourth sets too: test_task_prompts.py, test_task_families3.py
+and test_task_families4.py leave those checks here), `--families new` shares nothing with the first
+file, and the first file still comes out of seed 0 byte for byte.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from d3d.errors import D3DError
 from d3d.training import task_prompts
 from d3d.training.task_families import extra_tasks
 from d3d.training.task_families3 import third_tasks
+from d3d.training.task_families4 import fourth_tasks
 from d3d.training.task_prompts import DOCTEST, EXAMPLE_FORMATS, all_tasks, render
-from tests.training.task_stubs import DATA, define_stub, entry_pattern, function_name, names_of, stub_code
+from tests.training.task_stubs import DATA, K_VALUES, define_stub, entry_pattern, function_name, names_of, stub_code
 
 OTHER_FORMATS = [f for f in EXAMPLE_FORMATS if f is not DOCTEST]
 
@@ -35,19 +37,24 @@ def test_the_new_families_are_many_distinct_and_apart_from_the_first_files():
     assert len({t.name for k in range(2, 8) for t in extra_tasks(k)}) > 150  # constants in names vary with k
 
 
-@pytest.mark.parametrize("k", [2, 3, 6, 7])
-def test_every_new_tasks_examples_are_informative(k):
-    """The example inputs of every task give at least two different answers: not all empty or equal."""
+@pytest.mark.parametrize(("make", "k", "draws", "most"), [
+    *[pytest.param(extra_tasks, k, 25, 24, id=f"new-{k}") for k in (2, 3, 6, 7)],
+    *[pytest.param(third_tasks, k, 40, 36, id=f"third-{k}") for k in K_VALUES],
+    *[pytest.param(fourth_tasks, k, 25, 22, id=f"fourth-{k}") for k in K_VALUES],
+])
+def test_every_tasks_examples_are_informative(make, k, draws, most):
+    """Over `draws` example inputs every task gives at least two answers, and no answer more than `most` times."""
     r = random.Random(k)
-    for task in extra_tasks(k):
-        answers = {repr(task.solve(*task.example(r))) for _ in range(25)}
-        assert len(answers) > 1, task.name
+    for task in make(k):
+        answers = [repr(task.solve(*task.example(r))) for _ in range(draws)]
+        assert len(set(answers)) > 1 and max(map(answers.count, answers)) <= most, (task.name, set(answers))
 
 
 @pytest.mark.parametrize(("make", "k", "least"), [
     *[pytest.param(all_tasks, k, 50, id=f"first-{k}") for k in (2, 3, 5, 7)],
     *[pytest.param(extra_tasks, k, 200, id=f"new-{k}") for k in (2, 3, 6, 7)],
     *[pytest.param(third_tasks, k, 300, id=f"third-{k}") for k in range(2, 8)],
+    *[pytest.param(fourth_tasks, k, 300, id=f"fourth-{k}") for k in range(2, 8)],
 ])
 def test_every_tasks_doctest_examples_pass_against_its_reference(make, k, least):
     """Rendered with `>>>` examples, each stub of every catalogue parses and passes as doctests."""
@@ -71,6 +78,7 @@ def test_every_tasks_doctest_examples_pass_against_its_reference(make, k, least)
 @pytest.mark.parametrize(("makes", "k", "draws", "least"), [
     *[pytest.param((all_tasks, extra_tasks), k, 4, 500, id=f"old+new-{k}") for k in (2, 5)],
     pytest.param((third_tasks,), 3, 3, 100, id="third-3"),
+    pytest.param((fourth_tasks,), 4, 3, 100, id="fourth-4"),
 ])
 def test_every_other_formats_examples_show_what_the_reference_returns(shape, makes, k, draws, least):
     """For every catalogue: parse each shown example, compute f(args) and compare to the shown value."""
