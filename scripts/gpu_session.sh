@@ -3,8 +3,8 @@
 #
 # Inside one time budget ($BUDGET seconds, every stage boxed), on a machine with a CUDA GPU:
 #  1. the embedded target answers fresh prompts there (bfloat16, greedy, 192 tokens, top-8
-#     log-probabilities): data/task_prompts5.jsonl from line $TASKS_FROM (by default none of it: the CPU
-#     answered it) and data/mix_prompts3.jsonl interleaved, then
+#     log-probabilities): $TASKS_FILE from line $TASKS_FROM (by default the whole seventh task file,
+#     the fourth families', which the CPU has not answered) and data/mix_prompts3.jsonl interleaved, then
 #     user turns it writes itself (self-instruct), with the usual held-out sets kept out;
 #  2. a 30-step run measures the training step time; then the shipped drafter trains on those
 #     answers (recipes/smollm2-d3d-gpu.yaml) for as many steps as the budget left holds (at most $MAX_EPOCHS epochs), so that the
@@ -40,7 +40,8 @@ BATCH=${BATCH:-384}             # prompts answered together
 RECIPE=${RECIPE:-recipes/smollm2-d3d-gpu.yaml}  # the objective, batch and learning rate
 TRAIN_BATCH=${TRAIN_BATCH:-32}  # examples per optimizer step (the recipe's batch_size)
 MAX_EPOCHS=${MAX_EPOCHS:-4}
-TASKS_FROM=${TASKS_FROM:-8000}  # data/task_prompts5.jsonl from this line on: the whole file was answered on the CPU since (tasks5_bf16), so by default only the mix file and self-instruct turns
+TASKS_FILE=${TASKS_FILE:-data/task_prompts7.jsonl}  # the task prompts answered here (the fifth and sixth files were answered on the CPU)
+TASKS_FROM=${TASKS_FROM:-0}     # $TASKS_FILE from this line on (the lines before it answered elsewhere)
 RESERVE_S=${RESERVE_S:-70}      # kept at the end for export, evaluation and the bundle
 DRAFTER=${DRAFTER:-d3d/drafters/smollm2-135m-instruct}
 mkdir -p "$OUT" "$WORK/data" "$WORK/pack"
@@ -64,7 +65,7 @@ log "start: $($PY -c 'import torch, transformers, accelerate; print("torch", tor
 $PY -c 'from d3d.models import hub; print("target", hub.resolve_model_dir(None))' | tee -a "$OUT/job.log"
 
 # -- 1. answers ------------------------------------------------------------------------------
-$PY - "$WORK/prompts.jsonl" "$TASKS_FROM" data/task_prompts5.jsonl data/mix_prompts3.jsonl <<'EOF'
+$PY - "$WORK/prompts.jsonl" "$TASKS_FROM" "$TASKS_FILE" data/mix_prompts3.jsonl <<'EOF'
 import itertools, sys
 out, tasks_from, *files = sys.argv[1:]
 streams = [open(f, encoding="utf-8").readlines() for f in files]
@@ -133,7 +134,7 @@ if [ -f "$WORK/train/drafter/drafter_config.json" ]; then
   "${D3D[@]}" export --format d3d --storage int8 --dtype bfloat16 --drafter "$WORK/train/drafter" \
     --out "$WORK/drafter-int8" 2>&1 | tail -n 3 | tee -a "$OUT/job.log"
   cp -r "$WORK/drafter-int8" "$WORK/bundle/"
-  EVAL=(--data data/smollm2/dev.jsonl data/smollm2/dev_tasks.jsonl data/smollm2/dev_tasks3.jsonl data/smollm2/dev_mix.jsonl --dtype bfloat16)
+  EVAL=(--data data/smollm2/dev.jsonl data/smollm2/dev_tasks.jsonl data/smollm2/dev_tasks3.jsonl data/smollm2/dev_tasks4.jsonl data/smollm2/dev_mix.jsonl --dtype bfloat16)
   for d in "$WORK/drafter-int8" "$DRAFTER"; do
     name=$(basename "$d")
     timeout 90 "${D3D[@]}" eval-drafter --drafter "$d" "${EVAL[@]}" > "$WORK/eval-$name.out" 2>&1 || true
