@@ -34,15 +34,18 @@ byte for byte.
     python -m d3d.training.task_prompts --out data/task_prompts6.jsonl --count 8000 --seed 6 --families third \
         --id-prefix task6- --skip-texts data/task_prompts.jsonl ... --skip-texts data/task_dev_prompts.jsonl
 
-The fourth set's held-out prompts and its first file (no function name is shared with an earlier file):
+The fourth set's held-out prompts and its first file (no function name is shared with an earlier file,
+and the seventh leaves out every function the held-out prompts ask for, under every k):
 
     python -m d3d.training.task_prompts --out data/task_dev4_prompts.jsonl --count 48 --seed 14 --families fourth \
         --id-prefix taskdev4- --skip-texts data/task_prompts.jsonl ... --skip-texts data/task_dev_prompts.jsonl
     python -m d3d.training.task_prompts --out data/task_prompts7.jsonl --count 8000 --seed 7 --families fourth \
-        --id-prefix task7- --skip-texts data/task_prompts.jsonl ... --skip-texts data/task_dev4_prompts.jsonl
+        --id-prefix task7- --skip-texts data/task_prompts.jsonl ... --skip-functions data/task_dev4_prompts.jsonl
 
 `--skip-texts FILE` (repeatable) leaves out every prompt whose exact text is in FILE, so a new file
 asks nothing an earlier one already asked; the count is still met from the rest of the grammar.
+`--skip-functions FILE` holds out by function instead: no task whose function a prompt in FILE asks
+for (under any constant k) is drawn, so a held-out set keeps measuring unseen functions.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ import math
 import random
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -376,18 +379,34 @@ def render(task: Task, r: random.Random, formats: tuple[ExampleFormat, ...] = (D
     return STUB_TEMPLATE.format(code=f"{header}def {task.name}({args}) -> {hint(task.returns, modern)}:\n{body}")
 
 
+def base_name(name: str) -> str:
+    """A task's name without the constant k that some names end in (`window_spreads_6` -> `window_spreads`)."""
+    return re.sub(r"_\d+$", "", name)
+
+
+def functions_in(texts: Iterable[str], tasks: Iterable[Task]) -> frozenset[str]:
+    """The base names of those `tasks` whose function some text in `texts` asks for (`name(` in it)."""
+    joined = "\n".join(texts)
+    return frozenset(base_name(t.name) for t in tasks if re.search(rf"\b{re.escape(t.name)}\(", joined))
+
+
 def build_tasks(count: int, seed: int, id_prefix: str = "task-", families: str = "old",
-                skip: frozenset[str] = frozenset()) -> list[dict]:
+                skip: frozenset[str] = frozenset(), skip_functions: frozenset[str] = frozenset()) -> list[dict]:
     """`count` distinct prompts (fewer if the grammar runs dry), ids `<id_prefix><n>`, kind "code".
 
-    Prompts whose text is in `skip` (an earlier file's) are drawn again instead.
+    Prompts whose text is in `skip` (an earlier file's) are drawn again instead. Tasks whose base
+    name is in `skip_functions` are left out of the catalogue for every k, so a held-out set's
+    functions stay unseen; with none left out the draws are exactly those of the earlier files.
 
     `families` picks the catalogue (see FAMILIES). The first file's families alone keep their `>>>`
     examples, so seed 0 still writes data/task_prompts.jsonl byte for byte; the others mix formats.
     """
     if count < 1:
         raise D3DError(f"count must be at least 1, got {count}")
-    catalogues = {k: tasks_of(families, k) for k in range(2, 8)}  # built once; an unknown name fails here
+    catalogues = {k: [t for t in tasks_of(families, k) if base_name(t.name) not in skip_functions]
+                  for k in range(2, 8)}  # built once; an unknown name fails here
+    if not all(catalogues.values()):
+        raise D3DError(f"no {families} task is left once the held-out functions are left out")
     formats = (DOCTEST,) if families == "old" else EXAMPLE_FORMATS
     r = random.Random(seed)
     rows, seen, tries = [], set(), 0
@@ -415,17 +434,25 @@ def main(argv: list[str] | None = None) -> int:
                              "task2- otherwise)")
     parser.add_argument("--skip-texts", type=Path, action="append", default=[], metavar="FILE",
                         help="leave out prompts whose exact text is in this JSONL file of {prompt} rows (repeatable)")
+    parser.add_argument("--skip-functions", type=Path, action="append", default=[], metavar="FILE",
+                        help="leave out every task whose function a prompt in this JSONL file asks for, for "
+                             "every k (a held-out set's functions stay unseen; repeatable)")
     args = parser.parse_args(argv)
     id_prefix = args.id_prefix or ("task-" if args.families == "old" else "task2-")
     try:
         skip = frozenset(r.text for file in args.skip_texts for r in read_prompt_jsonl(file))
-        rows = build_tasks(count=args.count, seed=args.seed, id_prefix=id_prefix, families=args.families, skip=skip)
+        held_out = [r.text for file in args.skip_functions for r in read_prompt_jsonl(file)]
+        every_task = [t for k in range(2, 8) for t in tasks_of(args.families, k)]
+        skip_functions = functions_in(held_out, every_task)
+        rows = build_tasks(count=args.count, seed=args.seed, id_prefix=id_prefix, families=args.families, skip=skip,
+                           skip_functions=skip_functions)
     except D3DError as e:
         parser.error(str(e))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     skipped = f" ({len(skip)} known texts left out)" if skip else ""
-    print(f"wrote {len(rows)} prompts to {args.out}{skipped}")
+    held = f" ({len(skip_functions)} held-out functions left out)" if held_out else ""
+    print(f"wrote {len(rows)} prompts to {args.out}{skipped}{held}")
     return 0
 
 

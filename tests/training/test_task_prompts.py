@@ -8,8 +8,9 @@ import re
 
 import pytest
 
+from d3d.errors import D3DError
 from d3d.training import task_prompts
-from tests.training.task_stubs import stub_code
+from tests.training.task_stubs import function_name, stub_code
 
 
 def test_the_same_seed_gives_the_same_file_and_another_seed_another(tmp_path):
@@ -68,3 +69,26 @@ def test_a_missing_skip_texts_file_is_refused_in_one_line(tmp_path, capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "missing.jsonl" in err and "Traceback" not in err
+
+
+def test_skip_functions_leaves_a_held_out_sets_functions_out_for_every_k(tmp_path, capsys):
+    """Held out by function, not by text: no prompt of the new file asks for a held-out set's function
+    under any constant k, while the rest of the catalogue is still drawn."""
+    held_out, out = tmp_path / "held.jsonl", tmp_path / "out.jsonl"
+    assert task_prompts.main(["--out", str(held_out), "--count", "30", "--seed", "14", "--families", "fourth"]) == 0
+    texts = [json.loads(line)["prompt"] for line in held_out.read_text().splitlines()]
+    every = [t for k in range(2, 8) for t in task_prompts.tasks_of("fourth", k)]
+    held = task_prompts.functions_in(texts, every)
+    assert 10 < len(held) < len({task_prompts.base_name(t.name) for t in every})
+    args = ["--out", str(out), "--count", "400", "--seed", "7", "--families", "fourth", "--skip-functions", str(held_out)]
+    assert task_prompts.main(args) == 0
+    assert f"{len(held)} held-out functions left out" in capsys.readouterr().out
+    drawn = {task_prompts.base_name(function_name(json.loads(line)["prompt"])) for line in out.read_text().splitlines()}
+    assert len(drawn) > 40 and not drawn & held, drawn & held
+
+
+def test_holding_out_every_function_is_refused():
+    every = [t for k in range(2, 8) for t in task_prompts.tasks_of("third", k)]
+    with pytest.raises(D3DError, match="no third task is left"):
+        task_prompts.build_tasks(10, seed=0, families="third",
+                                 skip_functions=frozenset(task_prompts.base_name(t.name) for t in every))
