@@ -384,10 +384,11 @@ def base_name(name: str) -> str:
     return re.sub(r"_\d+$", "", name)
 
 
-def functions_in(texts: Iterable[str], tasks: Iterable[Task]) -> frozenset[str]:
-    """The base names of those `tasks` whose function some text in `texts` asks for (`name(` in it)."""
+def functions_in(texts: Iterable[str], families: str) -> frozenset[str]:
+    """The base names of the `families` tasks (any k) whose function some text in `texts` asks for (`name(`)."""
     joined = "\n".join(texts)
-    return frozenset(base_name(t.name) for t in tasks if re.search(rf"\b{re.escape(t.name)}\(", joined))
+    return frozenset(base_name(t.name) for k in range(2, 8) for t in tasks_of(families, k)
+                     if re.search(rf"\b{re.escape(t.name)}\(", joined))
 
 
 def build_tasks(count: int, seed: int, id_prefix: str = "task-", families: str = "old",
@@ -442,8 +443,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         skip = frozenset(r.text for file in args.skip_texts for r in read_prompt_jsonl(file))
         held_out = [r.text for file in args.skip_functions for r in read_prompt_jsonl(file)]
-        every_task = [t for k in range(2, 8) for t in tasks_of(args.families, k)]
-        skip_functions = functions_in(held_out, every_task)
+        skip_functions = functions_in(held_out, args.families)
         rows = build_tasks(count=args.count, seed=args.seed, id_prefix=id_prefix, families=args.families, skip=skip,
                            skip_functions=skip_functions)
     except D3DError as e:

@@ -78,7 +78,7 @@ def test_skip_functions_leaves_a_held_out_sets_functions_out_for_every_k(tmp_pat
     assert task_prompts.main(["--out", str(held_out), "--count", "30", "--seed", "14", "--families", "fourth"]) == 0
     texts = [json.loads(line)["prompt"] for line in held_out.read_text().splitlines()]
     every = [t for k in range(2, 8) for t in task_prompts.tasks_of("fourth", k)]
-    held = task_prompts.functions_in(texts, every)
+    held = task_prompts.functions_in(texts, "fourth")
     assert 10 < len(held) < len({task_prompts.base_name(t.name) for t in every})
     args = ["--out", str(out), "--count", "400", "--seed", "7", "--families", "fourth", "--skip-functions", str(held_out)]
     assert task_prompts.main(args) == 0
