@@ -40,7 +40,8 @@ and the seventh leaves out every function the held-out prompts ask for, under ev
     python -m d3d.training.task_prompts --out data/task_dev4_prompts.jsonl --count 48 --seed 14 --families fourth \
         --id-prefix taskdev4- --skip-texts data/task_prompts.jsonl ... --skip-texts data/task_dev_prompts.jsonl
     python -m d3d.training.task_prompts --out data/task_prompts7.jsonl --count 8000 --seed 7 --families fourth \
-        --id-prefix task7- --skip-texts data/task_prompts.jsonl ... --skip-functions data/task_dev4_prompts.jsonl
+        --id-prefix task7- --skip-texts data/task_prompts.jsonl ... --skip-texts data/task_dev_prompts.jsonl \
+        --skip-texts data/task_dev4_prompts.jsonl --skip-functions data/task_dev4_prompts.jsonl
 
 `--skip-texts FILE` (repeatable) leaves out every prompt whose exact text is in FILE, so a new file
 asks nothing an earlier one already asked; the count is still met from the rest of the grammar.
@@ -385,10 +386,14 @@ def base_name(name: str) -> str:
 
 
 def functions_in(texts: Iterable[str], families: str) -> frozenset[str]:
-    """The base names of the `families` tasks (any k) whose function some text in `texts` asks for (`name(`)."""
+    """The base names of the `families` tasks (any k) whose function some text in `texts` asks for.
+
+    A prompt names its function as `name(` (a stub or a signature) or as `` `name` `` (a plain
+    request, "a Python function called `name`"); both count.
+    """
     joined = "\n".join(texts)
     return frozenset(base_name(t.name) for k in range(2, 8) for t in tasks_of(families, k)
-                     if re.search(rf"\b{re.escape(t.name)}\(", joined))
+                     if re.search(rf"\b{re.escape(t.name)}\(|`{re.escape(t.name)}`", joined))
 
 
 def build_tasks(count: int, seed: int, id_prefix: str = "task-", families: str = "old",

@@ -75,10 +75,12 @@ def test_skip_functions_leaves_a_held_out_sets_functions_out_for_every_k(tmp_pat
     """Held out by function, not by text: no prompt of the new file asks for a held-out set's function
     under any constant k, while the rest of the catalogue is still drawn."""
     held_out, out = tmp_path / "held.jsonl", tmp_path / "out.jsonl"
-    assert task_prompts.main(["--out", str(held_out), "--count", "30", "--seed", "14", "--families", "fourth"]) == 0
+    assert task_prompts.main(["--out", str(held_out), "--count", "48", "--seed", "14", "--families", "fourth"]) == 0
     texts = [json.loads(line)["prompt"] for line in held_out.read_text().splitlines()]
     every = [t for k in range(2, 8) for t in task_prompts.tasks_of("fourth", k)]
     held = task_prompts.functions_in(texts, "fourth")
+    # every held-out prompt's function, read from each request format (`name(`, "called `name`")
+    assert held == {task_prompts.base_name(function_name(text)) for text in texts}
     assert 10 < len(held) < len({task_prompts.base_name(t.name) for t in every})
     args = ["--out", str(out), "--count", "400", "--seed", "7", "--families", "fourth", "--skip-functions", str(held_out)]
     assert task_prompts.main(args) == 0
