@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
-for shard in mix mix_bf16 mix2_bf16 tasks_bf16 tasks2_bf16 tasks3_bf16 tasks4_bf16 tasks5_bf16 tasks6_bf16; do  # the committed shards of the mix and of the task prompts (and their later parts), unpacked where missing
+for shard in mix mix_bf16 mix2_bf16 tasks_bf16 tasks2_bf16 tasks3_bf16 tasks4_bf16 tasks5_bf16 tasks6_bf16 tasks7_bf16; do  # the committed shards of the mix and of the task prompts (and their later parts), unpacked where missing
   if [ ! -f "runs/data/$shard.jsonl" ] && [ -f "data/smollm2/$shard.npz.xz" ]; then
     mkdir -p runs/data
     mapfile -t parts < <(ls data/smollm2/"$shard".part*.npz.xz 2>/dev/null | sort -V)
@@ -13,6 +13,11 @@ for shard in mix mix_bf16 mix2_bf16 tasks_bf16 tasks2_bf16 tasks3_bf16 tasks4_bf
     cp "data/smollm2/$shard.meta.json" "runs/data/$shard.meta.json"
   fi
 done
+# the seventeenth run's rows (recipes/smollm2-d3d-mix17.yaml): the seventh task file's first part alone
+if [ ! -f runs/data/tasks7a_bf16.jsonl ] && [ -f data/smollm2/tasks7_bf16.npz.xz ]; then
+  $PY -m d3d.training.data_archive unpack data/smollm2/tasks7_bf16.npz.xz runs/data/tasks7a_bf16.jsonl
+  cp data/smollm2/tasks7_bf16.meta.json runs/data/tasks7a_bf16.meta.json
+fi
 for f in train train2; do  # the older code rows with the target's top-8 (one teacher-forced pass, d3d data --rescore)
   $PY -m d3d.cli data --rescore "data/smollm2/$f.jsonl" --out "runs/data/${f}_top8.jsonl" --top-k-logits 8 \
     --batch-size 16 --dtype float32 | tail -1
