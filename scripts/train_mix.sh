@@ -16,6 +16,7 @@
 # RECIPE=recipes/smollm2-d3d-mix15.yaml the fifteenth (the fourteenth's drafter; the whole fifth task file, three times).
 # RECIPE=recipes/smollm2-d3d-mix16.yaml the sixteenth (the shipped thirteenth's drafter; adds the sixth task file, tasks6_bf16, three times).
 # RECIPE=recipes/smollm2-d3d-mix17.yaml the seventeenth (the shipped sixteenth's drafter; adds the seventh task file's first part, tasks7a_bf16, four times).
+# RECIPE=recipes/smollm2-d3d-mix18.yaml the eighteenth (the shipped seventeenth's drafter; adds self-instruct chat answers, self_bf16, six times).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
