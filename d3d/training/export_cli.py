@@ -1,4 +1,4 @@
-"""The `d3d export` subcommand (the export itself lives in `export.py`).
+"""The `d3d export` and `d3d average` subcommands (the work itself lives in `export.py` and `average.py`).
 
     d3d export --format vllm --drafter runs/causal/drafter --out exports/smollm2-d3d-causal
     d3d export --format d3d --storage int8 --drafter runs/x/drafter --out ship/drafter
@@ -6,6 +6,10 @@
 `--format vllm` prints what it wrote and the `vllm serve` command that uses it (docs/serving.md,
 "Serving with vLLM"); `--format d3d` prints the weights file's size and what became of the
 acceptance table (docs/runtime.md, "Drafter files").
+
+    d3d average --drafter runs/a/drafter --drafter runs/b/drafter --out runs/ab/drafter
+
+writes the weight average of drafters of one architecture (docs/training.md, "Weight averaging").
 """
 
 from __future__ import annotations
@@ -39,6 +43,37 @@ def add_export_parser(sub) -> None:
     p.add_argument("--storage", default="dense", choices=["dense", "int8"],
                    help="--format d3d only: store the layers' projections dense or as int8 with per-row scales")
     p.set_defaults(func=cmd_export)
+    add_average_parser(sub)
+
+
+def add_average_parser(sub) -> None:
+    p = sub.add_parser("average", help="average the weights of drafters of one architecture (a model soup)",
+                       description="Write the weighted average of two or more drafters that share an architecture "
+                       "and drafting vocabulary (e.g. two runs continued from one drafter) as a dense drafter "
+                       "directory; measure its acceptance table again with d3d eval-drafter --save.")
+    p.add_argument("--drafter", action="append", required=True, help="drafter directory (repeat, two or more)")
+    p.add_argument("--weights", default=None,
+                   help="comma-separated non-negative weights, one per --drafter, normalized to sum 1 (default: equal)")
+    p.add_argument("--out", required=True, help="directory of the averaged drafter (new or empty)")
+    p.add_argument("--dtype", default="float32", choices=["bfloat16", "float16", "float32"],
+                   help="dtype of the stored weights")
+    p.set_defaults(func=cmd_average)
+
+
+def cmd_average(args: argparse.Namespace) -> int:
+    from d3d.errors import D3DError
+    from d3d.training.average import average_drafters
+
+    try:
+        weights = None if args.weights is None else [float(w) for w in args.weights.split(",")]
+    except ValueError:
+        raise D3DError(f"--weights must be comma-separated numbers, got '{args.weights}'") from None
+    report = average_drafters(args.drafter, args.out, weights, args.dtype)
+    mix = ", ".join(f"{w:.3f} x {d}" for w, d in zip(report.weights, report.drafters))
+    print(f"wrote {report.out}: {report.tensors} tensors averaged ({mix}), model.safetensors "
+          f"{report.size / 1e6:.1f} MB; measure its acceptance with: d3d eval-drafter --drafter {report.out} "
+          f"--data DATA --save")
+    return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
