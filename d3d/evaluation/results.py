@@ -154,11 +154,15 @@ def _has_outputs(cfg: ResultsConfig, section: Section) -> bool:
 
 
 def git_commit() -> str:
+    """HEAD's short hash, with "+changes" when the package (code or shipped drafter) differs from it."""
     try:
         found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10)
+        changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", "d3d"],
+                                 capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    return found.stdout.strip() or "unknown"
+    sha = found.stdout.strip()
+    return (sha + ("+changes" if changed.stdout.strip() else "")) if sha else "unknown"
 
 
 def machine() -> str:

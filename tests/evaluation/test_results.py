@@ -291,3 +291,26 @@ def test_the_dev_goals_read_the_dev_sets_own_numbers_from_a_pooled_acceptance_ta
 def test_a_ratio_just_below_its_goal_is_not_shown_rounded_up_to_it():
     assert (_x(1.7988, 1.8), _x(1.8012, 1.8), _x(1.7488, 1.8), _x(1.7988)) == ("1.799x", "1.80x", "1.75x", "1.80x")
     assert _x(1.2951, 1.3) == "1.295x" and _x(1.3, 1.3) == "1.30x"
+
+
+def test_the_recorded_commit_says_when_the_package_differs_from_it(tmp_path, monkeypatch):
+    """A page measured with an uncommitted drafter or code must not name the commit as if it held them."""
+    import subprocess
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "d3d").mkdir()
+    (tmp_path / "d3d" / "weights.bin").write_text("a")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "results.md").write_text("page")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x")
+    monkeypatch.chdir(tmp_path)
+    clean = results.git_commit()
+    assert clean != "unknown" and not clean.endswith("+changes")
+    (tmp_path / "docs" / "results.md").write_text("page, rewritten while measuring")
+    assert results.git_commit() == clean  # the page itself changes during a run
+    (tmp_path / "d3d" / "weights.bin").write_text("b")
+    assert results.git_commit() == clean + "+changes"
