@@ -12,6 +12,7 @@ table must be measured again (`d3d eval-drafter --save`), since no input's table
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,8 +47,8 @@ def normalized_weights(count: int, weights: list[float] | None) -> list[float]:
         return [1.0 / count] * count
     if len(weights) != count:
         raise D3DError(f"{len(weights)} weights for {count} drafters: give one weight per --drafter")
-    if any(w < 0 or w != w for w in weights) or sum(weights) <= 0:
-        raise D3DError(f"weights must be non-negative with a positive sum, got {weights}")
+    if not all(math.isfinite(w) and w >= 0 for w in weights) or sum(weights) <= 0:
+        raise D3DError(f"weights must be finite and non-negative with a positive sum, got {weights}")
     total = sum(weights)
     return [w / total for w in weights]
 

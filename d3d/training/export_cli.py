@@ -43,7 +43,6 @@ def add_export_parser(sub) -> None:
     p.add_argument("--storage", default="dense", choices=["dense", "int8"],
                    help="--format d3d only: store the layers' projections dense or as int8 with per-row scales")
     p.set_defaults(func=cmd_export)
-    add_average_parser(sub)
 
 
 def add_average_parser(sub) -> None:

@@ -34,8 +34,7 @@ def save_drafter(model_dir, path, seed, layers=(0, 2, 3), vocab=None, storage="d
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for p in drafter.parameters():
-            if p.requires_grad or p.dim() >= 1:
-                p.add_(0.05 * torch.randn(p.shape, generator=gen))
+            p.add_(0.05 * torch.randn(p.shape, generator=gen))
     drafter.save_pretrained(path, storage=storage)
     return path
 
@@ -91,7 +90,7 @@ def test_drafters_of_different_shapes_or_vocabularies_are_refused(model_dir, tmp
 
 @pytest.mark.parametrize("weights, message", [
     ([1.0], "one weight per"), ([1.0, -1.0], "non-negative"), ([0.0, 0.0], "positive sum"),
-    ([float("nan"), 1.0], "non-negative")])
+    ([float("nan"), 1.0], "non-negative"), ([float("inf"), 1.0], "finite")])
 def test_bad_weights_are_refused(weights, message):
     with pytest.raises(D3DError, match=message):
         normalized_weights(2, weights)
