@@ -59,11 +59,11 @@ def check_same_architecture(drafters: list[Path]) -> dict:
     for path in drafters:
         read_drafter_config(path)  # a clear error for anything but a drafter directory
         metas.append(json.loads((path / CONFIG_NAME).read_text()))
+    first = {k: v for k, v in metas[0]["drafter"].items() if k not in PROVENANCE}
     for path, meta in zip(drafters[1:], metas[1:]):
         if meta["model_config"] != metas[0]["model_config"]:
             raise D3DError(f"{path} and {drafters[0]} have different model configs: they cannot be averaged")
         mine = {k: v for k, v in meta["drafter"].items() if k not in PROVENANCE}
-        first = {k: v for k, v in metas[0]["drafter"].items() if k not in PROVENANCE}
         if mine != first:
             diff = sorted(k for k in mine.keys() | first.keys() if mine.get(k) != first.get(k))
             raise D3DError(f"{path} and {drafters[0]} differ in drafter settings ({', '.join(diff)}): "
