@@ -18,6 +18,11 @@ if [ ! -f runs/data/tasks7a_bf16.jsonl ] && [ -f data/smollm2/tasks7_bf16.npz.xz
   $PY -m d3d.training.data_archive unpack data/smollm2/tasks7_bf16.npz.xz runs/data/tasks7a_bf16.jsonl
   cp data/smollm2/tasks7_bf16.meta.json runs/data/tasks7a_bf16.meta.json
 fi
+# the twentieth run's new rows (recipes/smollm2-d3d-mix20.yaml): the seventh task file's second part alone
+if [ ! -f runs/data/tasks7b_bf16.jsonl ] && [ -f data/smollm2/tasks7_bf16.part2.npz.xz ]; then
+  $PY -m d3d.training.data_archive unpack data/smollm2/tasks7_bf16.part2.npz.xz runs/data/tasks7b_bf16.jsonl
+  cp data/smollm2/tasks7_bf16.meta.json runs/data/tasks7b_bf16.meta.json
+fi
 for f in train train2; do  # the older code rows with the target's top-8 (one teacher-forced pass, d3d data --rescore)
   $PY -m d3d.cli data --rescore "data/smollm2/$f.jsonl" --out "runs/data/${f}_top8.jsonl" --top-k-logits 8 \
     --batch-size 16 --dtype float32 | tail -1

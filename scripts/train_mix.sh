@@ -18,6 +18,7 @@
 # RECIPE=recipes/smollm2-d3d-mix17.yaml the seventeenth (the shipped sixteenth's drafter; adds the seventh task file's first part, tasks7a_bf16, four times).
 # RECIPE=recipes/smollm2-d3d-mix18.yaml the eighteenth (the shipped seventeenth's drafter; adds self-instruct chat answers, self_bf16, six times).
 # RECIPE=recipes/smollm2-d3d-mix19.yaml the nineteenth (the shipped average of the 17th and 18th; self_bf16 three times, mix_bf16 and mix2_bf16 twice).
+# RECIPE=recipes/smollm2-d3d-mix20.yaml the twentieth (the shipped nineteenth's drafter; adds the seventh task file's second part, tasks7b_bf16, three times).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
