@@ -13,16 +13,16 @@ for shard in mix mix_bf16 mix2_bf16 tasks_bf16 tasks2_bf16 tasks3_bf16 tasks4_bf
     cp "data/smollm2/$shard.meta.json" "runs/data/$shard.meta.json"
   fi
 done
-# the seventeenth run's rows (recipes/smollm2-d3d-mix17.yaml): the seventh task file's first part alone
-if [ ! -f runs/data/tasks7a_bf16.jsonl ] && [ -f data/smollm2/tasks7_bf16.npz.xz ]; then
-  $PY -m d3d.training.data_archive unpack data/smollm2/tasks7_bf16.npz.xz runs/data/tasks7a_bf16.jsonl
-  cp data/smollm2/tasks7_bf16.meta.json runs/data/tasks7a_bf16.meta.json
-fi
-# the twentieth run's new rows (recipes/smollm2-d3d-mix20.yaml): the seventh task file's second part alone
-if [ ! -f runs/data/tasks7b_bf16.jsonl ] && [ -f data/smollm2/tasks7_bf16.part2.npz.xz ]; then
-  $PY -m d3d.training.data_archive unpack data/smollm2/tasks7_bf16.part2.npz.xz runs/data/tasks7b_bf16.jsonl
-  cp data/smollm2/tasks7_bf16.meta.json runs/data/tasks7b_bf16.meta.json
-fi
+# fixed slices of the growing seventh task shard, unpacked alone so that a run's recipe stays
+# reproducible as the shard grows: the seventeenth run's rows (recipes/smollm2-d3d-mix17.yaml) are
+# its first part, the twentieth's new rows (recipes/smollm2-d3d-mix20.yaml) its second
+for slice in "tasks7a_bf16 tasks7_bf16.npz.xz" "tasks7b_bf16 tasks7_bf16.part2.npz.xz"; do
+  read -r name archive <<< "$slice"
+  if [ ! -f "runs/data/$name.jsonl" ] && [ -f "data/smollm2/$archive" ]; then
+    $PY -m d3d.training.data_archive unpack "data/smollm2/$archive" "runs/data/$name.jsonl"
+    cp data/smollm2/tasks7_bf16.meta.json "runs/data/$name.meta.json"
+  fi
+done
 for f in train train2; do  # the older code rows with the target's top-8 (one teacher-forced pass, d3d data --rescore)
   $PY -m d3d.cli data --rescore "data/smollm2/$f.jsonl" --out "runs/data/${f}_top8.jsonl" --top-k-logits 8 \
     --batch-size 16 --dtype float32 | tail -1
