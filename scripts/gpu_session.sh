@@ -134,7 +134,7 @@ if [ -f "$WORK/train/drafter/drafter_config.json" ]; then
   "${D3D[@]}" export --format d3d --storage int8 --dtype bfloat16 --drafter "$WORK/train/drafter" \
     --out "$WORK/drafter-int8" 2>&1 | tail -n 3 | tee -a "$OUT/job.log"
   cp -r "$WORK/drafter-int8" "$WORK/bundle/"
-  EVAL=(--data data/smollm2/dev.jsonl data/smollm2/dev_tasks.jsonl data/smollm2/dev_tasks3.jsonl data/smollm2/dev_tasks4.jsonl data/smollm2/dev_mix.jsonl --dtype bfloat16)
+  EVAL=(--data data/smollm2/dev.jsonl data/smollm2/dev_tasks.jsonl data/smollm2/dev_tasks3.jsonl data/smollm2/dev_tasks4.jsonl data/smollm2/dev_tasks5.jsonl data/smollm2/dev_mix.jsonl --dtype bfloat16)
   for d in "$WORK/drafter-int8" "$DRAFTER"; do
     name=$(basename "$d")
     timeout 90 "${D3D[@]}" eval-drafter --drafter "$d" "${EVAL[@]}" > "$WORK/eval-$name.out" 2>&1 || true

@@ -108,7 +108,7 @@ def self_instruct_prompts(
         seeds = [row_seed(seed, f"self-instruct:{a}") for a in attempts]
         outs = generate_batch(model, [prefix] * len(attempts), cfg.max_new_tokens, cfg.sampling, stops, seeds,
                               pad_token_id(target.tokenizer))
-        batch = [_screen_user_turn(a, target.decode(o.tokens).strip(), o.finish_reason, seen, cfg)
+        batch = [_screen_user_turn(seed, a, target.decode(o.tokens).strip(), o.finish_reason, seen, cfg)
                  for a, o in zip(attempts, outs)]
         if journal is not None:
             append_rows(journal, batch)
@@ -120,13 +120,15 @@ def self_instruct_prompts(
     return LoadedPrompts([PromptRecord(s["id"], s["prompt"], "self-instruct") for s in kept[:count]])
 
 
-def _screen_user_turn(attempt: int, text: str, finish: str, seen: set[str], cfg: SelfInstructConfig) -> dict:
+def _screen_user_turn(seed: int, attempt: int, text: str, finish: str, seen: set[str],
+                      cfg: SelfInstructConfig) -> dict:
+    """One journal row; its id names the seed, so shards drawn with two seeds never share an id."""
     reason = "unfinished" if finish != "eos" else degenerate_reason(text, cfg)
     if reason is None and normalize_text(text) in seen:
         reason = "duplicate"
     if reason is None:
         seen.add(normalize_text(text))
-    return {"id": f"self-instruct-{attempt}", "attempt": attempt, "prompt": text, "reason": reason}
+    return {"id": f"self-instruct-s{seed}-{attempt}", "attempt": attempt, "prompt": text, "reason": reason}
 
 
 def _log_self_instruct(samples: list[dict], kept: list[dict], count: int) -> None:

@@ -522,6 +522,19 @@ def test_self_instruct_writes_distinct_filtered_prompts_and_resumes(tmp_path, ch
     assert [r.text for r in again] == texts
 
 
+def test_self_instruct_ids_carry_the_seed_so_shards_of_two_seeds_never_share_one(tmp_path, chat_target):
+    # --skip-answered matches prompt ids: a second shard drawn with another seed must not look answered.
+    cfg = SelfInstructConfig(temperature=50.0, top_p=1.0, max_new_tokens=40, attempts_per_prompt=8,
+                             min_chars=4, min_alpha_fraction=0.0)
+    ids = {}
+    for seed in (2, 3):
+        journal = tmp_path / f"si{seed}.jsonl"
+        self_instruct_prompts(chat_target, 2, batch_size=4, seed=seed, journal=journal, cfg=cfg, progress=False)
+        ids[seed] = {s["id"] for s in read_rows(journal)}
+        assert all(i.startswith(f"self-instruct-s{seed}-") for i in ids[seed])
+    assert ids[2] and ids[3] and not ids[2] & ids[3]
+
+
 def test_self_instruct_end_to_end_run_completes(tmp_path, chat_target):
     prompts = write_jsonl(tmp_path / "prompts.jsonl", word_prompts(2))
     report = run(tmp_path, chat_target, prompts=(prompts,), self_instruct=3, batch_size=4)
