@@ -1,8 +1,8 @@
 """Tests for d3d.training.task_families and task_prompts' example formats.
 
 Every example in every format is what the reference solution returns and every task's examples are
-informative (for the first, third and fourth sets too: test_task_prompts.py, test_task_families3.py
-and test_task_families4.py leave those checks here), `--families new` shares nothing with the first
+informative (for the first, third, fourth and fifth sets too: test_task_prompts.py and
+test_task_families3/4/5.py leave those checks here), `--families new` shares nothing with the first
 file, and the first file still comes out of seed 0 byte for byte.
 """
 
@@ -22,6 +22,7 @@ from d3d.training import task_prompts
 from d3d.training.task_families import extra_tasks
 from d3d.training.task_families3 import third_tasks
 from d3d.training.task_families4 import fourth_tasks
+from d3d.training.task_families5 import fifth_tasks
 from d3d.training.task_prompts import DOCTEST, EXAMPLE_FORMATS, all_tasks, render
 from tests.training.task_stubs import DATA, K_VALUES, define_stub, entry_pattern, function_name, names_of, stub_code
 
@@ -41,6 +42,7 @@ def test_the_new_families_are_many_distinct_and_apart_from_the_first_files():
     *[pytest.param(extra_tasks, k, 25, 24, id=f"new-{k}") for k in (2, 3, 6, 7)],
     *[pytest.param(third_tasks, k, 40, 36, id=f"third-{k}") for k in K_VALUES],
     *[pytest.param(fourth_tasks, k, 25, 22, id=f"fourth-{k}") for k in K_VALUES],
+    *[pytest.param(fifth_tasks, k, 25, 22, id=f"fifth-{k}") for k in K_VALUES],
 ])
 def test_every_tasks_examples_are_informative(make, k, draws, most):
     """Over `draws` example inputs every task gives at least two answers, and no answer more than `most` times."""
@@ -55,6 +57,7 @@ def test_every_tasks_examples_are_informative(make, k, draws, most):
     *[pytest.param(extra_tasks, k, 200, id=f"new-{k}") for k in (2, 3, 6, 7)],
     *[pytest.param(third_tasks, k, 300, id=f"third-{k}") for k in range(2, 8)],
     *[pytest.param(fourth_tasks, k, 300, id=f"fourth-{k}") for k in range(2, 8)],
+    *[pytest.param(fifth_tasks, k, 300, id=f"fifth-{k}") for k in K_VALUES],
 ])
 def test_every_tasks_doctest_examples_pass_against_its_reference(make, k, least):
     """Rendered with `>>>` examples, each stub of every catalogue parses and passes as doctests."""
@@ -79,6 +82,7 @@ def test_every_tasks_doctest_examples_pass_against_its_reference(make, k, least)
     *[pytest.param((all_tasks, extra_tasks), k, 4, 500, id=f"old+new-{k}") for k in (2, 5)],
     pytest.param((third_tasks,), 3, 3, 100, id="third-3"),
     pytest.param((fourth_tasks,), 4, 3, 100, id="fourth-4"),
+    pytest.param((fifth_tasks,), 5, 3, 100, id="fifth-5"),
 ])
 def test_every_other_formats_examples_show_what_the_reference_returns(shape, makes, k, draws, least):
     """For every catalogue: parse each shown example, compute f(args) and compare to the shown value."""
