@@ -160,8 +160,6 @@ def test_seed_0_still_writes_the_first_file_byte_for_byte(tmp_path):
 
 def test_the_second_file_shares_no_prompt_or_id_with_the_first():
     second = DATA / "task_prompts2.jsonl"
-    if not second.exists():
-        pytest.skip("data/task_prompts2.jsonl not generated yet")
     first_rows = [json.loads(line) for line in (DATA / "task_prompts.jsonl").read_text(encoding="utf-8").splitlines()]
     rows = [json.loads(line) for line in second.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == len({row["prompt"] for row in rows}) == 6000
