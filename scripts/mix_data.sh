@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
-for shard in mix mix_bf16 mix2_bf16 tasks_bf16 tasks2_bf16 tasks3_bf16 tasks4_bf16 tasks5_bf16 tasks6_bf16 tasks7_bf16 tasks8_bf16 self_bf16 self2_bf16; do  # the committed shards of the mix, of the task prompts and of the self-instruct chat turns (and their later parts), unpacked where missing
+for shard in mix mix_bf16 mix2_bf16 tasks_bf16 tasks2_bf16 tasks3_bf16 tasks4_bf16 tasks5_bf16 tasks6_bf16 tasks7_bf16 tasks8_bf16 self_bf16 self2_bf16 self3_bf16; do  # the committed shards of the mix, of the task prompts and of the self-instruct chat turns (and their later parts), unpacked where missing
   if [ ! -f "runs/data/$shard.jsonl" ] && [ -f "data/smollm2/$shard.npz.xz" ]; then
     mkdir -p runs/data
     mapfile -t parts < <(ls data/smollm2/"$shard".part*.npz.xz 2>/dev/null | sort -V)
@@ -16,12 +16,14 @@ done
 # fixed slices of the growing seventh task shard, unpacked alone so that a run's recipe stays
 # reproducible as the shard grows: the seventeenth run's rows (recipes/smollm2-d3d-mix17.yaml) are
 # its first part, the twentieth's new rows (recipes/smollm2-d3d-mix20.yaml) its second, the
-# twenty-first's (recipes/smollm2-d3d-mix21.yaml) its third
-for slice in "tasks7a_bf16 tasks7_bf16.npz.xz" "tasks7b_bf16 tasks7_bf16.part2.npz.xz" "tasks7c_bf16 tasks7_bf16.part3.npz.xz"; do
+# twenty-first's (recipes/smollm2-d3d-mix21.yaml) its third; likewise the eighth task shard's first
+# two parts, the twenty-second's new rows (recipes/smollm2-d3d-mix22.yaml)
+for slice in "tasks7a_bf16 tasks7_bf16.npz.xz" "tasks7b_bf16 tasks7_bf16.part2.npz.xz" "tasks7c_bf16 tasks7_bf16.part3.npz.xz" \
+             "tasks8a_bf16 tasks8_bf16.npz.xz" "tasks8b_bf16 tasks8_bf16.part2.npz.xz"; do
   read -r name archive <<< "$slice"
   if [ ! -f "runs/data/$name.jsonl" ] && [ -f "data/smollm2/$archive" ]; then
     $PY -m d3d.training.data_archive unpack "data/smollm2/$archive" "runs/data/$name.jsonl"
-    cp data/smollm2/tasks7_bf16.meta.json "runs/data/$name.meta.json"
+    cp "data/smollm2/${archive%%.*}.meta.json" "runs/data/$name.meta.json"  # the whole shard's
   fi
 done
 for f in train train2; do  # the older code rows with the target's top-8 (one teacher-forced pass, d3d data --rescore)
