@@ -19,7 +19,7 @@ from d3d.evaluation import longctx
 from d3d.inference.pipeline import Pipeline
 from d3d.inference.prefill import DEFAULT_CHUNK_SIZE, PrefillConfig, Selection, select_prompt
 from d3d.inference.prompt_layout import protected_tokens
-from d3d.plotting import save_figure
+from d3d.plotting import pyplot, save_figure
 
 
 def answer_chunks(texts: list[str], answer: str) -> list[int]:
@@ -33,10 +33,7 @@ def answer_chunks(texts: list[str], answer: str) -> list[int]:
 
 
 def plot(selection: Selection, needles: list[int], title: str, out: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     scores = selection.chunk_scores.numpy()
     colours = ["tab:blue" if k else "lightgray" for k in selection.chunk_kept.tolist()]

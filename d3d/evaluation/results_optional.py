@@ -19,7 +19,7 @@ from d3d.evaluation.results_config import ResultsConfig
 from d3d.evaluation.results_sections import Section, fmt, md_table, out_path, speed_table, standard
 from d3d.evaluation.results_steps import Step, StepOutput
 from d3d.jsonl import read_records
-from d3d.plotting import save_figure
+from d3d.plotting import pyplot, save_figure
 
 
 def _rel(cfg: ResultsConfig, path: Path) -> str:
@@ -69,10 +69,7 @@ def sweep_render(cfg: ResultsConfig, outputs: dict[str, StepOutput]) -> list[str
 
 def plot_sweep(summary: dict, png: Path) -> Path:
     """Speedup over plain decoding and hit rate against N_async, one line per fan-out F."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     points: dict[int, list[tuple[int, float, float, int]]] = {}
     for mode, s in summary.items():
@@ -106,10 +103,7 @@ def read_prune_log(path: Path) -> list[dict]:
 
 def plot_pruning(stages: list[dict], png: Path) -> Path:
     """Tau (both dev sets) and speedup against drafter depth."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     depth = [len(s["layers"]) for s in stages]
     fig, left = plt.subplots(figsize=(6, 3.8))

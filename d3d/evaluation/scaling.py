@@ -18,12 +18,13 @@ import argparse
 import csv
 import json
 import math
+import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from d3d.errors import D3DError
-from d3d.plotting import save_figure
+from d3d.plotting import pyplot, save_figure
 
 DEFAULT_TABLE = Path(__file__).resolve().parents[2] / "docs" / "scaling_humaneval.csv"  # in a checkout
 COLUMNS = ("run", "tokens_seen", "humaneval_sync_tau", "trained")
@@ -91,21 +92,16 @@ def _point(row: dict, table: Path, line: int) -> ScalingPoint:
 def fit_line(points: list[ScalingPoint]) -> ScalingLine:
     """The least-squares line of tau against log10(tokens seen) over the trained points."""
     used = [p for p in points if p.trained]
-    xs = [math.log10(p.tokens_seen) for p in used]
-    if len(used) < 2 or max(xs) == min(xs):
-        raise D3DError("the scaling line needs at least two trained runs at different token counts")
-    mean_x, mean_y = sum(xs) / len(xs), sum(p.tau for p in used) / len(used)
-    sxx = sum((x - mean_x) ** 2 for x in xs)
-    sxy = sum((x - mean_x) * (p.tau - mean_y) for x, p in zip(xs, used))
-    slope = sxy / sxx
-    return ScalingLine(slope, mean_y - slope * mean_x, len(used))
+    try:
+        fit = statistics.linear_regression([math.log10(p.tokens_seen) for p in used], [p.tau for p in used])
+    except statistics.StatisticsError:  # fewer than two points, or every x the same
+        raise D3DError("the scaling line needs at least two trained runs at different token counts") from None
+    return ScalingLine(fit.slope, fit.intercept, len(used))
 
 
 def plot_line(points: list[ScalingPoint], line: ScalingLine, out: str | Path) -> Path:
     """The points (trained filled, averages hollow) and the fitted line, read forward one tenfold."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     fig, ax = plt.subplots(figsize=(7, 4))
     trained = [p for p in points if p.trained]

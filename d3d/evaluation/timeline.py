@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from d3d.plotting import save_figure
+from d3d.plotting import pyplot, save_figure
 
 LANES = {"verify": 1.0, "successors": 0.0, "draft": 0.0}  # y of each kind: target above, drafter below
 COLORS = {"hit": "#2e7d32", "miss": "#c62828", "first": "#757575", "sync": "#757575", "none": "#757575",
@@ -49,10 +49,7 @@ def save_timeline(stats, json_path: str | Path) -> Path:
 def plot_timeline(json_path: str | Path, png_path: str | Path, max_rounds: int | None = 60) -> Path:
     """Plot a saved timeline: target verifications on top (green: its candidates came from a hit,
     red: drafted after a miss), drafter passes below (blue: successor pass, orange: sync draft)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     from matplotlib.patches import Patch
 
     record = json.loads(Path(json_path).read_text())

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from d3d.errors import D3DError
 from d3d.jsonl import read_records
-from d3d.plotting import save_figure
+from d3d.plotting import pyplot, save_figure
 
 
 def read_log(log_path: str | Path) -> tuple[list[dict], list[dict]]:
@@ -65,10 +65,7 @@ def _shift(record: dict, offset: dict[str, float]) -> dict:
 
 def plot_log(log_path: str | Path, png_path: str | Path, after: list[str | Path] | None = None) -> Path:
     """Draw the curves of `log_path` (continuing the runs `after`, oldest first) into `png_path`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     train, evals = chain_logs([*(after or []), log_path])
     fig, (loss_ax, tau_ax, alpha_ax) = plt.subplots(1, 3, figsize=(16, 4))
