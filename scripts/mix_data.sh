@@ -18,10 +18,12 @@ done
 # its first part, the twentieth's new rows (recipes/smollm2-d3d-mix20.yaml) its second, the
 # twenty-first's (recipes/smollm2-d3d-mix21.yaml) its third; likewise the eighth task shard's first
 # two parts, the twenty-second's new rows (recipes/smollm2-d3d-mix22.yaml), and its third, the
-# twenty-third's (recipes/smollm2-d3d-mix23.yaml)
+# twenty-third's (recipes/smollm2-d3d-mix23.yaml), and its fourth and fifth, the twenty-fourth's
+# (recipes/smollm2-d3d-mix24.yaml)
 for slice in "tasks7a_bf16 tasks7_bf16.npz.xz" "tasks7b_bf16 tasks7_bf16.part2.npz.xz" "tasks7c_bf16 tasks7_bf16.part3.npz.xz" \
              "tasks8a_bf16 tasks8_bf16.npz.xz" "tasks8b_bf16 tasks8_bf16.part2.npz.xz" \
-             "tasks8c_bf16 tasks8_bf16.part3.npz.xz"; do
+             "tasks8c_bf16 tasks8_bf16.part3.npz.xz" "tasks8d_bf16 tasks8_bf16.part4.npz.xz" \
+             "tasks8e_bf16 tasks8_bf16.part5.npz.xz"; do
   read -r name archive <<< "$slice"
   if [ ! -f "runs/data/$name.jsonl" ] && [ -f "data/smollm2/$archive" ]; then
     $PY -m d3d.training.data_archive unpack "data/smollm2/$archive" "runs/data/$name.jsonl"

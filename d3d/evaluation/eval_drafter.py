@@ -54,7 +54,7 @@ def cmd_eval_drafter(args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise D3DError(f"--limit must be >= 0, got {args.limit}")
     target = load_target(args.target, dtype=getattr(torch, args.dtype))
-    choice = load_drafter(target, args.drafter, weights=args.drafter_weights)
+    choice = load_drafter(target, args.drafter, weights=args.drafter_weights, run_default=False)  # the whole trained block
     model = target.native("offline acceptance")
     rows, files, summaries = [], [], []
     for path in args.data:  # one file at a time, so that each row keeps its file (several: a result per file too)

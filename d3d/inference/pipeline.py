@@ -250,9 +250,13 @@ def drafter_weight_format(target: Target, weights: str = "auto") -> str:
 
 
 def load_drafter(target: Target, spec: str | None = None, block_size: int | None = None,
-                 weights: str = "auto") -> DrafterChoice:
+                 weights: str = "auto", run_default: bool = True) -> DrafterChoice:
     """The drafter asked for, else the shipped one, else an untrained one (said plainly; also when
     `spec` is "untrained"), its layers in the runtime weight format `weights` ("auto": the target's).
+
+    Its block size is `block_size` when given, else (with `run_default`) the drafter's measured run
+    block size where it has one, else the trained one; offline acceptance passes `run_default=False`
+    so that its tables cover the whole trained block.
 
     The drafter's weights change only what it proposes (acceptance), never the output: the target
     verifies every token. A shared LM head stays the target's in either format."""
@@ -284,12 +288,16 @@ def load_drafter(target: Target, spec: str | None = None, block_size: int | None
     quantize_decoder(drafter.model, runtime, head=not drafter.config.shared_embeddings)
     if runtime != target.weights:
         desc += f"; runtime weights {runtime} (the target's: {target.weights})"
+    trained_b = drafter.config.block_size
+    run_b = drafter.config.run_block_size if path is not None and run_default else 0
     override = None
-    if block_size is not None and path is not None and block_size != drafter.config.block_size:
-        override = f"trained with B={drafter.config.block_size}, running with B={block_size}"
+    if block_size is not None and path is not None and block_size not in (trained_b, run_b):
+        override = f"trained with B={trained_b}, running with B={block_size}"
         desc += f"; block size overridden ({override}): expect a different tau than trained"
-    if block_size is not None:
-        drafter.config.block_size = block_size
+    elif block_size is None and run_b:
+        desc += f"; runs blocks of {run_b} (its measured run block size; --block-size {trained_b} for the trained one)"
+    if block_size is not None or run_b:
+        drafter.config.block_size = block_size or run_b
     return DrafterChoice(drafter, desc, override, path, runtime)
 
 

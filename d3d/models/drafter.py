@@ -69,6 +69,8 @@ class DrafterConfig:
     draft_vocab: dict = field(default_factory=dict)  # how the drafting vocabulary was chosen (`d3d draft-vocab`)
     labels: str = "same-position"  # label convention (LABEL_CONVENTIONS); drafters saved before it existed are same-position
     block_attention: str = "bidirectional"  # BLOCK_ATTENTION; drafters saved before it existed are bidirectional
+    run_block_size: int = 0  # the B inference runs when no --block-size is given (0: block_size), chosen by measured
+    # speed and set by `d3d export --run-block-size` (docs/runtime.md, "Run block size"); a smaller B drafts fewer rows
     format_version: int = FORMAT_VERSION
 
     def recorded_tau(self) -> float | None:
@@ -84,6 +86,9 @@ class DrafterConfig:
     def validate(self) -> None:
         if self.block_size < 2:
             raise D3DError(f"block size must be at least 2, got {self.block_size}")
+        if self.run_block_size and not 2 <= self.run_block_size <= self.block_size:
+            raise D3DError(f"run block size must be 0 (the trained {self.block_size}) or 2 to {self.block_size}, "
+                           f"got {self.run_block_size}")
         if not self.layers:
             raise D3DError("a drafter needs at least one layer")
         if self.objective not in ("diffusion", "ar"):

@@ -25,7 +25,8 @@ from d3d.models.weight_storage import write_weights
 from d3d.training.export import DTYPES
 
 AVERAGE_KEY = "d3d_average"  # provenance block in the averaged drafter's drafter_config.json
-PROVENANCE = ("training", "draft_vocab", "pruning", "trained")  # config fields saying how, not what: may differ
+PROVENANCE = ("training", "draft_vocab", "pruning", "trained", "run_block_size")  # config fields saying how, not
+# what: may differ (the average's run block size is unmeasured: 0, the trained one)
 
 
 @dataclass
@@ -109,6 +110,7 @@ def average_drafters(drafters: list[str], out: str, weights: list[float] | None 
     state = average_states(states, norm, [str(p) for p in paths])
     target.mkdir(parents=True, exist_ok=True)
     write_weights(target / WEIGHTS_NAME, state, "dense", DTYPES[dtype])
+    meta["drafter"]["run_block_size"] = 0  # a speed measured on the inputs does not describe the average
     meta[AVERAGE_KEY] = {"drafters": [str(p) for p in paths], "weights": norm, "dtype": dtype}
     (target / CONFIG_NAME).write_text(json.dumps(meta, indent=2) + "\n")
     floating = sum(1 for v in state.values() if v.is_floating_point())

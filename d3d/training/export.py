@@ -82,6 +82,8 @@ class ExportConfig:
     dtype: str = "bfloat16"  # dtype of the stored weights (DTYPES)
     format: str = "vllm"  # FORMATS
     storage: str = "dense"  # how --format d3d stores the projections (weight_storage.STORAGES); vllm: dense only
+    run_block_size: int | None = None  # --format d3d: the B inference runs by default (0: the trained one; None: the
+    # source's), chosen by measured speed (docs/runtime.md, "Run block size")
 
 
 @dataclass
@@ -107,6 +109,7 @@ class DrafterExportReport:
     source_size: int  # bytes of the source drafter's weights file
     acceptance: str  # "same weights", "measured before conversion" (a MEASURED_BEFORE block added) or "none"
     data: str | None = None  # the data the copied acceptance table was measured on, if it says
+    run_block_size: int = 0  # the block size inference runs by default (0: the trained one)
 
 
 def check_exportable(config: DrafterConfig, path: str | Path) -> None:
@@ -129,6 +132,9 @@ def export_vllm(cfg: ExportConfig) -> ExportReport:
         raise D3DError(f"export_vllm writes --format vllm, not '{cfg.format}' ({', '.join(FORMATS)})")
     if cfg.dtype not in DTYPES:
         raise D3DError(f"unknown export dtype '{cfg.dtype}' ({', '.join(DTYPES)})")
+    if cfg.run_block_size is not None:
+        raise D3DError("--run-block-size is for --format d3d: vLLM takes the drafted tokens per step at serve time "
+                       "(num_speculative_tokens)")
     if cfg.storage != "dense":
         raise D3DError(f"--storage {cfg.storage} is a d3d drafter storage: a vLLM export is a plain transformers "
                        "checkpoint with dense weights (use --format d3d for an int8-stored drafter)")
@@ -231,11 +237,14 @@ def export_d3d(cfg: ExportConfig) -> DrafterExportReport:
                        "and needs no target")
     source = Path(cfg.drafter)
     read_drafter_config(source)  # a clear error for anything but a drafter directory
+    meta = json.loads((source / CONFIG_NAME).read_text())
+    if cfg.run_block_size is not None:
+        meta["drafter"]["run_block_size"] = cfg.run_block_size
+        DrafterConfig(**meta["drafter"]).validate()  # a clear error for a run block size the drafter cannot run
     table = _read_acceptance(source / ACCEPTANCE_FILE)
     out = _prepare_drafter_out_dir(Path(cfg.out), source)
     state = read_weights(source / WEIGHTS_NAME)
     write_weights(out / WEIGHTS_NAME, state, cfg.storage, DTYPES[cfg.dtype])
-    meta = json.loads((source / CONFIG_NAME).read_text())
     meta[EXPORT_KEY] = {"drafter": str(source), "storage": cfg.storage, "dtype": cfg.dtype}
     (out / CONFIG_NAME).write_text(json.dumps(meta, indent=2) + "\n")
     acceptance = "none"
@@ -250,7 +259,8 @@ def export_d3d(cfg: ExportConfig) -> DrafterExportReport:
         (out / ACCEPTANCE_FILE).write_text(json.dumps(table, indent=1) + "\n")
         acceptance = "measured before conversion"
     return DrafterExportReport(out, cfg.storage, cfg.dtype, (out / WEIGHTS_NAME).stat().st_size,
-                               (source / WEIGHTS_NAME).stat().st_size, acceptance, (table or {}).get("data"))
+                               (source / WEIGHTS_NAME).stat().st_size, acceptance, (table or {}).get("data"),
+                               int(meta["drafter"].get("run_block_size", 0)))
 
 
 def weights_equal(a: dict[str, Tensor], b: dict[str, Tensor]) -> bool:

@@ -1,7 +1,7 @@
 """The `d3d export` and `d3d average` subcommands (the work itself lives in `export.py` and `average.py`).
 
     d3d export --format vllm --drafter runs/causal/drafter --out exports/smollm2-d3d-causal
-    d3d export --format d3d --storage int8 --drafter runs/x/drafter --out ship/drafter
+    d3d export --format d3d --storage int8 --drafter runs/x/drafter --out ship/drafter [--run-block-size 8]
 
 `--format vllm` prints what it wrote and the `vllm serve` command that uses it (docs/serving.md,
 "Serving with vLLM"); `--format d3d` prints the weights file's size and what became of the
@@ -42,6 +42,9 @@ def add_export_parser(sub) -> None:
                    help="dtype of the stored weights (with --storage int8: of the tensors stored dense)")
     p.add_argument("--storage", default="dense", choices=["dense", "int8"],
                    help="--format d3d only: store the layers' projections dense or as int8 with per-row scales")
+    p.add_argument("--run-block-size", type=int, default=None, metavar="B",
+                   help="--format d3d only: the block size inference runs when no --block-size is given, chosen by "
+                   "measured speed (d3d bench --modes sync,sync@bB); 0: the trained one (default: the source's)")
     p.set_defaults(func=cmd_export)
 
 
@@ -79,7 +82,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from d3d.training.export import ExportConfig, export_d3d, export_vllm
 
     cfg = ExportConfig(drafter=args.drafter, out=args.out, target=args.target, dtype=args.dtype, format=args.format,
-                       storage=args.storage)
+                       storage=args.storage, run_block_size=args.run_block_size)
     if args.format == "d3d":
         print_drafter_export(export_d3d(cfg))
         return 0
@@ -98,6 +101,8 @@ def print_drafter_export(report: DrafterExportReport) -> None:
     """The summary of a `--format d3d` export."""
     print(f"wrote {report.out}: model.safetensors {report.size / 1e6:.1f} MB ({report.storage} storage, "
           f"{report.dtype}; the source's {report.source_size / 1e6:.1f} MB)")
+    if report.run_block_size:
+        print(f"inference runs blocks of {report.run_block_size} unless --block-size says otherwise")
     remeasure = f"d3d eval-drafter --drafter {report.out} --data {(report.data or 'DATA').replace(',', ' ')} --save"
     if report.acceptance == "same weights":
         print("acceptance.json copied: the weights are the source's, value for value")

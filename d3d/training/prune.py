@@ -214,7 +214,8 @@ class Pruner:
     def load(self, path: str | Path, keep: list[int] | None = None) -> Drafter:
         """A drafter from `path` (optionally only the layers `keep`), on the target's device."""
         body, config = load_drafter_body(path, keep, self.target.dtype, self.target.device)
-        drafter = Drafter(body, type(config)(**{**asdict(config), "layers": list(body.layer_ids)}))
+        drafter = Drafter(body, type(config)(**{**asdict(config), "layers": list(body.layer_ids),
+                                                "run_block_size": 0}))  # a new depth: its run block size unmeasured
         if config.shared_embeddings:
             drafter.share_embeddings_with(self.target)
         drafter.set_draft_vocab(read_draft_vocab(path))  # the ablations draft exactly as the shipped drafter would
