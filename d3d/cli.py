@@ -50,7 +50,8 @@ def _sampling_flags(p: argparse.ArgumentParser) -> None:
 def _model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default=None, help="hub id, local directory or .gguf (default: embedded SmolLM2-135M-Instruct)")
     p.add_argument("--drafter", default=None, help="drafter directory (default: the one shipped for the target; 'untrained': the target's first layers, untrained)")
-    p.add_argument("--block-size", type=int, default=None, help="block size B (default: the drafter's)")
+    p.add_argument("--block-size", type=int, default=None,
+                   help="block size B (default: the drafter's run block size, else the one it was trained with)")
     p.add_argument("--draft-length", default="auto",
                    help="rows the target verifies per sync or tree round: 'auto' (chosen per round from the drafter's "
                         "confidence and this machine's pass costs; plain steps when drafting does not pay) or k "

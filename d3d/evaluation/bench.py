@@ -128,7 +128,7 @@ class BenchConfig:
     limit: int | None = None  # only the first `limit` prompts
     modes: tuple[str, ...] = ("ar", "sync")  # modes to compare; "ar" is added first if missing
     max_new_tokens: int = 128  # generation budget per prompt (the same for every mode)
-    block_size: int | None = None  # drafter block size B (None: the drafter's own)
+    block_size: int | None = None  # drafter block size B (None: the drafter's run block size, else its trained one)
     target: str | None = None  # target model spec (None: the embedded default)
     drafter: str | None = None  # drafter directory (None: the shipped one, else an untrained one)
     temperature: float = 0.0  # 0 = greedy
