@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -236,11 +236,11 @@ def export_d3d(cfg: ExportConfig) -> DrafterExportReport:
         raise D3DError("--target is for --format vllm: --format d3d copies the drafter's own weights "
                        "and needs no target")
     source = Path(cfg.drafter)
-    read_drafter_config(source)  # a clear error for anything but a drafter directory
+    config, _ = read_drafter_config(source)  # a clear error for anything but a drafter directory
     meta = json.loads((source / CONFIG_NAME).read_text())
     if cfg.run_block_size is not None:
+        replace(config, run_block_size=cfg.run_block_size).validate()  # one the drafter cannot run: a clear error
         meta["drafter"]["run_block_size"] = cfg.run_block_size
-        DrafterConfig(**meta["drafter"]).validate()  # a clear error for a run block size the drafter cannot run
     table = _read_acceptance(source / ACCEPTANCE_FILE)
     out = _prepare_drafter_out_dir(Path(cfg.out), source)
     state = read_weights(source / WEIGHTS_NAME)
