@@ -13,22 +13,20 @@ for shard in mix mix_bf16 mix2_bf16 tasks_bf16 tasks2_bf16 tasks3_bf16 tasks4_bf
     cp "data/smollm2/$shard.meta.json" "runs/data/$shard.meta.json"
   fi
 done
-# fixed slices of the growing seventh task shard, unpacked alone so that a run's recipe stays
-# reproducible as the shard grows: the seventeenth run's rows (recipes/smollm2-d3d-mix17.yaml) are
-# its first part, the twentieth's new rows (recipes/smollm2-d3d-mix20.yaml) its second, the
-# twenty-first's (recipes/smollm2-d3d-mix21.yaml) its third; likewise the eighth task shard's first
-# two parts, the twenty-second's new rows (recipes/smollm2-d3d-mix22.yaml), and its third, the
-# twenty-third's (recipes/smollm2-d3d-mix23.yaml), and its fourth and fifth, the twenty-fourth's
-# (recipes/smollm2-d3d-mix24.yaml)
-for slice in "tasks7a_bf16 tasks7_bf16.npz.xz" "tasks7b_bf16 tasks7_bf16.part2.npz.xz" "tasks7c_bf16 tasks7_bf16.part3.npz.xz" \
-             "tasks8a_bf16 tasks8_bf16.npz.xz" "tasks8b_bf16 tasks8_bf16.part2.npz.xz" \
-             "tasks8c_bf16 tasks8_bf16.part3.npz.xz" "tasks8d_bf16 tasks8_bf16.part4.npz.xz" \
-             "tasks8e_bf16 tasks8_bf16.part5.npz.xz"; do
-  read -r name archive <<< "$slice"
-  if [ ! -f "runs/data/$name.jsonl" ] && [ -f "data/smollm2/$archive" ]; then
-    $PY -m d3d.training.data_archive unpack "data/smollm2/$archive" "runs/data/$name.jsonl"
-    cp "data/smollm2/${archive%%.*}.meta.json" "runs/data/$name.meta.json"  # the whole shard's
-  fi
+# fixed slices of the growing task shards, each committed part unpacked alone as its own file so that a
+# run's recipe stays reproducible as the shard grows: part k of tasks7_bf16 / tasks8_bf16 (the first
+# archive being part 1) is tasks7<letter k>_bf16 / tasks8<letter k>_bf16, e.g. tasks8c_bf16 the eighth
+# shard's third part (recipes/smollm2-d3d-mix23.yaml's new rows), tasks8f_bf16 its sixth
+letters=(a b c d e f g h i j k l m n o p q r s t u v w x y z)
+for shard in tasks7_bf16 tasks8_bf16; do
+  mapfile -t parts < <(ls data/smollm2/"$shard".npz.xz data/smollm2/"$shard".part*.npz.xz 2>/dev/null | sort -V)
+  for i in "${!parts[@]}"; do
+    name="${shard%_bf16}${letters[$i]}_bf16"
+    if [ ! -f "runs/data/$name.jsonl" ]; then
+      $PY -m d3d.training.data_archive unpack "${parts[$i]}" "runs/data/$name.jsonl"
+      cp "data/smollm2/$shard.meta.json" "runs/data/$name.meta.json"  # the whole shard's
+    fi
+  done
 done
 for f in train train2; do  # the older code rows with the target's top-8 (one teacher-forced pass, d3d data --rescore)
   $PY -m d3d.cli data --rescore "data/smollm2/$f.jsonl" --out "runs/data/${f}_top8.jsonl" --top-k-logits 8 \
