@@ -297,7 +297,7 @@ def load_drafter(target: Target, spec: str | None = None, block_size: int | None
     elif block_size is None and run_b:
         desc += f"; runs blocks of {run_b} (its measured run block size; --block-size {trained_b} for the trained one)"
     if block_size is not None or run_b:
-        drafter.config.block_size = block_size or run_b
+        drafter.run_block = block_size or run_b  # the config keeps the trained B (a saved copy records it)
     return DrafterChoice(drafter, desc, override, path, runtime)
 
 

@@ -113,10 +113,12 @@ class Drafter(torch.nn.Module):
         self.register_buffer("draft_vocab", None, persistent=False)  # sorted token ids, or None = all
         self._head_rows: tuple[Tensor, torch.nn.Module] | None = None  # (the LM head it was cut from, its rows)
         self.config = config
+        self.run_block: int | None = None  # the B inference drafts (a run block size or --block-size); never saved
 
     @property
     def block_size(self) -> int:
-        return self.config.block_size
+        """The B a pass drafts: the runtime's block when one is set, else the trained `config.block_size`."""
+        return self.run_block or self.config.block_size
 
     def new_cache(self, capacity: int = 256) -> KVCache:
         return self.model.new_cache(1, capacity)

@@ -55,6 +55,9 @@ def test_export_sets_the_run_block_size_and_inference_runs_it(tiny_chat_model_di
     choice = load_drafter(target, str(tmp_path / "run4"))
     assert choice.drafter.block_size == 4 and choice.block_size_override is None
     assert "runs blocks of 4" in choice.description and f"--block-size {TRAINED_B}" in choice.description
+    choice.drafter.save_pretrained(tmp_path / "resaved")  # the run block is the runtime's, the config keeps its B
+    assert choice.drafter.config.block_size == TRAINED_B
+    assert read_drafter_config(tmp_path / "resaved")[0].block_size == TRAINED_B
     for asked, override in ((TRAINED_B, None), (4, None), (3, f"trained with B={TRAINED_B}, running with B=3")):
         choice = load_drafter(target, str(tmp_path / "run4"), block_size=asked)
         assert (choice.drafter.block_size, choice.block_size_override) == (asked, override)
