@@ -158,9 +158,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     gen = sub.add_parser("generate", help="answer one prompt, streaming, then print statistics")
     gen.add_argument("--prompt", required=True, help="the user message (the chat template is applied)")
-    gen.add_argument("--mode", default="sync", choices=["ar", "sync", "async", "tree"],
+    gen.add_argument("--mode", default=None, choices=["ar", "sync", "async", "tree"],
                      help="ar = plain decoding; sync = speculative; async = speculative, drafting during verification; "
-                          "tree = a token tree from the drafter and prompt lookup, verified in one pass")
+                          "tree = a token tree from the drafter and prompt lookup, verified in one pass (default: tree, "
+                          "the fastest measured; sync with --prefill-keep)")
     gen.add_argument("--max-new-tokens", type=int, default=256, help="generation budget")
     gen.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
     gen.add_argument("--compare", action="store_true", help="also run plain decoding and print the speedup")
@@ -278,6 +279,13 @@ def format_stats(stats) -> str:
     return "\n".join(lines)
 
 
+def default_mode(keep: float | None) -> str:
+    """`d3d generate`'s mode when --mode is not given: the tree, the fastest lossless mode measured on both
+    suites (docs/tree.md, "The default mode"); sync when a selective prefill is asked for, which runs only
+    with sync or ar."""
+    return "tree" if keep is None else "sync"
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     from d3d.inference.draft_length import parse_draft_length
     from d3d.inference.engine import GenerationConfig
@@ -295,6 +303,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if len(keeps) > 1:
         raise D3DError(f"--prefill-keep takes one retention for generate, got {args.prefill_keep}")
     keep = keeps[0] if keeps else None
+    args.mode = args.mode or default_mode(keep)
     if keep is not None and args.mode not in ("sync", "ar"):
         raise D3DError(f"--prefill-keep runs with --mode sync or ar, not {args.mode}")
     if args.prefill_chunk < 1:

@@ -31,15 +31,18 @@ def pipe():
     pipeline.close()
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("mode", ["sync", "async", "tree"])
 def test_greedy_speculative_equals_plain_decoding(pipe, mode):
+    """Every decode path at the shipped drafter's run block size, the tree being `d3d generate`'s default."""
     cfg = GenerationConfig(max_new_tokens=48)
     for prompt in PROMPTS:
         ids = pipe.target.encode_chat(prompt)
         want, _ = pipe.generate(ids, "ar", cfg)
         got, stats = pipe.generate(ids, mode, cfg)
         assert got == want, f"{mode} diverged from plain decoding on {prompt!r}"
-        assert stats.rounds >= 1 and 1.0 <= stats.tau <= pipe.drafter.drafter.block_size
+        assert stats.rounds >= 1 and stats.tau >= 1.0
+        if mode != "tree":  # a chain verifies at most the block; a tree's lookup branch may reach further
+            assert stats.tau <= pipe.drafter.drafter.block_size
 
 
 def test_the_shipped_drafter_is_the_default_and_fits_the_repo(pipe):

@@ -382,8 +382,10 @@ def demo_render(cfg: ResultsConfig, outputs: dict[str, StepOutput]) -> list[str]
     row = [fmt(stats.get("tau")), fmt(rate(stats), ".1f"), fmt(rate(ar), ".1f") if ar else "-", fmt(s.get("speedup"), ".2f", "x"),
            {True: "yes", False: "NO", None: "-"}[s.get("identical")]]
     tail = o.printed.split("\n---\n", 1)[-1]
-    return (["`make demo`'s command (with `--json`): one prompt, D3D sync against plain decoding.", ""] + commands_block([o])
-            + [""] + md_table(["tau", "sync tokens/s", "plain tokens/s", "speedup", "identical"], [row])
+    mode = stats.get("mode", "sync")
+    return ([f"`make demo`'s command (with `--json`): one prompt, D3D {mode} (`d3d generate`'s default mode) against "
+             "plain decoding.", ""] + commands_block([o])
+            + [""] + md_table(["tau", f"{mode} tokens/s", "plain tokens/s", "speedup", "identical"], [row])
             + ["", "```", tail, "```", ""] + json_block([o.json_line]) + [""])
 
 

@@ -95,10 +95,11 @@ def test_bad_prefill_flags_are_one_line_and_exit_2(capsys, argv, message):
 
 
 def test_generate_with_prefill_keep_says_the_prompt_was_reduced(tiny_chat_model_dir, capsys):
+    """No --mode with --prefill-keep: sync (the default tree does not run a reduced prompt)."""
     code = main(["generate", "--prompt", LONG, "--target", str(tiny_chat_model_dir), "--prefill-keep", "0.9",
                  "--prefill-chunk", "8", "--max-new-tokens", "4", "--device", "cpu", "--compare"])
     captured = capsys.readouterr()
-    assert code == 0
+    assert code == 0 and "mode sync |" in captured.out
     assert "reduced prompt" in captured.err and "selective prefill: the target read" in captured.out
     read, of = (int(x) for x in captured.out.split("the target read ")[1].split(" prompt tokens")[0].split(" of "))
     assert read <= 0.9 * of < of and "not expected" in captured.out

@@ -32,6 +32,15 @@ def test_generate_mode_tree_reports_the_tree(tiny_chat_model_dir, capsys):
     assert set(stats["nodes_hist"]) <= {"0", "5"}  # --draft-length 6: five nodes a round (0 at the budget's end)
 
 
+def test_generate_defaults_to_the_tree(tiny_chat_model_dir, capsys):
+    """No --mode: `d3d generate` (and so `make demo`) decodes with the tree, losslessly."""
+    code = main(["generate", "--prompt", "w9 w10 w9 w10", "--target", str(tiny_chat_model_dir), "--max-new-tokens", "12",
+                 "--block-size", "4", "--compare", "--json"])
+    out = capsys.readouterr().out
+    assert code == 0 and "identical output: yes" in out
+    assert json.loads(out.strip().splitlines()[-1])["stats"]["mode"] == "tree"
+
+
 def test_bad_tree_branches_is_one_line(tiny_chat_model_dir, capsys):
     code = main(["generate", "--prompt", "w9", "--target", str(tiny_chat_model_dir), "--mode", "tree",
                  "--tree-branches", "drafter,beam"])
