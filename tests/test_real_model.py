@@ -54,6 +54,7 @@ def test_the_shipped_drafter_is_the_default_and_fits_the_repo(pipe):
     assert str(shipped) in pipe.drafter.description and config.trained and config.shared_embeddings
     assert sum(f.stat().st_size for f in shipped.iterdir()) <= 40 * 2**20
     assert config.objective == "diffusion" and config.recorded_tau() is not None
+    assert pipe.drafter.drafter.block_size == (config.run_block_size or config.block_size)  # its measured run block
 
 
 def test_real_chat_template_and_stop_strings_on_the_real_tokenizer(pipe):
