@@ -3,8 +3,8 @@
 #
 # Inside one time budget ($BUDGET seconds, every stage boxed), on a machine with a CUDA GPU:
 #  1. the embedded target answers fresh prompts there (bfloat16, greedy, 192 tokens, top-8
-#     log-probabilities): $TASKS_FILE from line $TASKS_FROM (by default the eighth task file from line 6,500,
-#     the fifth families', which the CPU has not answered) and data/mix_prompts3.jsonl interleaved, then
+#     log-probabilities): $TASKS_FILE from line $TASKS_FROM (by default none: the CPU has answered all of the
+#     eighth task file) and data/mix_prompts3.jsonl interleaved, then
 #     user turns it writes itself (self-instruct), with the usual held-out sets kept out;
 #  2. a 30-step run measures the training step time; then the shipped drafter trains on those
 #     answers (recipes/smollm2-d3d-gpu.yaml) for as many steps as the budget left holds (at most $MAX_EPOCHS epochs), so that the
@@ -41,7 +41,7 @@ RECIPE=${RECIPE:-recipes/smollm2-d3d-gpu.yaml}  # the objective, batch and learn
 TRAIN_BATCH=${TRAIN_BATCH:-32}  # examples per optimizer step (the recipe's batch_size)
 MAX_EPOCHS=${MAX_EPOCHS:-4}
 TASKS_FILE=${TASKS_FILE:-data/task_prompts8.jsonl}  # the task prompts answered here (the first seven files were answered on the CPU)
-TASKS_FROM=${TASKS_FROM:-6500}  # $TASKS_FILE from this line on (lines 0-6463 answered, partly, on the CPU, batches out of line order: data/smollm2/tasks8_bf16.npz.xz and its parts)
+TASKS_FROM=${TASKS_FROM:-8000}  # $TASKS_FILE from this line on (all 8,000 lines of the eighth file are answered on the CPU, data/smollm2/tasks8_bf16.npz.xz and its parts: by default only mix_prompts3 is answered here; point TASKS_FILE at a new task file)
 RESERVE_S=${RESERVE_S:-70}      # kept at the end for export, evaluation and the bundle
 DRAFTER=${DRAFTER:-d3d/drafters/smollm2-135m-instruct}
 mkdir -p "$OUT" "$WORK/data" "$WORK/pack"
