@@ -208,6 +208,12 @@ def build_parser() -> argparse.ArgumentParser:
     cost.add_argument("--save", action="store_true",
                       help="instead: measure this machine's pass-cost table again (its own sizes and context) and "
                            "store it as the one decoding reads (--draft-length auto, async, tree); run it quiet")
+    cost.add_argument("--batch", type=int, default=0, metavar="N",
+                      help="instead: time the batched engine's passes (plain step, drafter pass with the proposals, "
+                           "verification of w rows each) for batches up to N through the ragged caches the server "
+                           "runs, and the tokens a round must append to pay (docs/serving.md)")
+    cost.add_argument("--drafter", default=None, help="with --batch: drafter directory (default: the shipped one)")
+    _drafter_weights_flag(cost)
     cost.set_defaults(func=cmd_cost)
     add_data_parser(sub)
     add_train_parser(sub)
@@ -377,8 +383,12 @@ def cmd_cost(args: argparse.Namespace) -> int:
         raise D3DError("--sizes, --context and --repeats must be positive")
     if args.save and args.profile:
         raise D3DError("--save stores the pass-cost table; --profile times operators: one at a time")
+    if args.batch < 0 or (args.batch and (args.profile or args.save)):
+        raise D3DError(f"--batch takes a positive batch size and goes without --profile and --save, got {args.batch}")
     target = load_target(args.target, args.device, args.dtype, args.precision, args.weights, args.compile)
     model = target.native("pass timing")
+    if args.batch:
+        return _batch_cost(args, target, model)
     if args.save:
         from d3d.inference.pass_costs import save_machine_pass_costs
 
@@ -392,6 +402,16 @@ def cmd_cost(args: argparse.Namespace) -> int:
         print_step_profiles(model, sizes if args.sizes != COST_SIZES_DEFAULT else [1, 16], args.context, args.repeats)
         return 0
     report(measure_pass_costs(model, sizes, args.context, args.repeats))
+    return 0
+
+
+def _batch_cost(args: argparse.Namespace, target, model) -> int:
+    """`d3d cost --batch N`: the batched engine's passes (`inference/batch_costs.py`), printed."""
+    from d3d.evaluation.pass_cost import measure_batch_costs, report_batch
+    from d3d.inference.pipeline import load_drafter
+
+    drafter = load_drafter(target, args.drafter, weights=args.drafter_weights).drafter
+    report_batch(measure_batch_costs(model, drafter, args.batch, repeats=args.repeats), drafter.block_size)
     return 0
 
 

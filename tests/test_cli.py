@@ -72,6 +72,25 @@ def test_cost_save_replaces_the_cached_pass_cost_table_decoding_reads(capsys, mo
     assert set(fresh.table) == set(pass_costs.COST_SIZES) and max(fresh.table.values()) < 1.0
 
 
+def test_cost_batch_prints_the_batched_passes(capsys, tiny_chat_model_dir):
+    import json
+
+    code, out, err = run_cli(capsys, "cost", "--batch", "3", "--repeats", "1", "--target", str(tiny_chat_model_dir),
+                             "--dtype", "float32", "--device", "cpu")
+    assert code == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
+    assert sorted(result["batches"]) == ["1", "2", "3"] and result["block_size"] >= 2
+    for row in result["batches"].values():
+        assert row["plain_ms"] > 0 and row["draft_ms"] > 0 and row["break_even_tokens"] > 0
+    assert out.count("\n") == 5  # the header, three batch sizes, the JSON line
+
+
+@pytest.mark.parametrize("flags", [["--batch", "-1"], ["--batch", "2", "--profile"], ["--batch", "2", "--save"]])
+def test_cost_batch_refuses_bad_flags_in_one_line(capsys, flags):
+    code, _, err = run_cli(capsys, "cost", *flags)
+    assert code == EXIT_BAD_INPUT and "--batch" in err and err.count("\n") == 1
+
+
 def test_cost_save_with_profile_is_one_line(capsys):
     code, _, err = run_cli(capsys, "cost", "--save", "--profile")
     assert code == EXIT_BAD_INPUT and "one at a time" in err and err.count("\n") == 1
