@@ -1,8 +1,8 @@
 """Tests for d3d.training.task_families6 and the `sixth` choice of `--families`.
 
-The sixth set gets here every check the earlier sets get in test_task_families.py (informative
-examples, doctest examples that pass against the references, other formats that show what the
-reference returns), test_task_families4.py (many names apart from the earlier catalogues and
+The sixth set gets every check the earlier sets get: its doctest examples and other formats are
+checked against the references with theirs in test_task_families.py; here, informative examples,
+and the checks of test_task_families4.py (many names apart from the earlier catalogues and
 HumanEval's, no 13-word n-gram shared with a HumanEval prompt, imports downward only, a deterministic
 choice that draws from it alone) and test_task_families5.py (a name with the constant k ends with it,
 so a held-out set's functions stay out under every k). And: no earlier choice draws from it, so the
@@ -13,7 +13,6 @@ its held-out prompts' functions.
 from __future__ import annotations
 
 import ast
-import doctest
 import inspect
 import json
 import random
@@ -27,8 +26,8 @@ from d3d.training.task_families3 import third_tasks
 from d3d.training.task_families4 import fourth_tasks
 from d3d.training.task_families5 import fifth_tasks
 from d3d.training.task_families6 import sixth_tasks
-from d3d.training.task_prompts import DOCTEST, EXAMPLE_FORMATS, all_tasks, base_name, render
-from tests.training.task_stubs import DATA, K_VALUES, define_stub, entry_pattern, function_name, names_of, stub_code
+from d3d.training.task_prompts import all_tasks, base_name
+from tests.training.task_stubs import DATA, K_VALUES, function_name, names_of
 
 SEED = 9  # of the prompts drawn to check the set, as the ninth file's
 HELD_OUT_SEED = 16  # data/task_dev6_prompts.jsonl's
@@ -91,53 +90,8 @@ def test_every_tasks_examples_are_informative(k):
         assert len(set(answers)) > 1 and max(map(answers.count, answers)) <= 22, (task.name, set(answers))
 
 
-@pytest.mark.parametrize("k", K_VALUES)
-def test_every_tasks_doctest_examples_pass_against_its_reference(k):
-    """Rendered with `>>>` examples, each stub parses and passes as doctests."""
-    r = random.Random(k)
-    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
-    checked = 0
-    for task in sixth_tasks(k):
-        for _ in range(6):
-            code = stub_code(render(task, r))
-            if code is None:
-                continue  # a plain request has no examples
-            stub = define_stub(task, code)
-            test = doctest.DocTestParser().get_doctest(stub.__doc__, {task.name: task.solve}, task.name, None, 0)
-            assert test.examples, code
-            assert runner.run(test, out=lambda _: None).failed == 0, code
-            checked += 1
-    assert checked > 300
-
-
-@pytest.mark.parametrize("shape", [f for f in EXAMPLE_FORMATS if f is not DOCTEST], ids=lambda f: f.name)
-def test_every_other_formats_examples_show_what_the_reference_returns(shape):
-    """Parse each shown example, compute f(args) and compare to the shown value."""
-    r = random.Random(6)
-    pattern, checked = entry_pattern(shape), 0
-    for task in sixth_tasks(6):
-        for _ in range(3):
-            code = stub_code(render(task, r, (shape,)))
-            if code is None:
-                continue
-            stub = define_stub(task, code)
-            lines = [line.strip() for line in stub.__doc__.splitlines()]
-            assert ">>>" not in stub.__doc__ and shape.heading in lines, code
-            entries = [line for line in lines[lines.index(shape.heading) + 1:] if line]
-            assert 1 <= len(entries) <= 3, code
-            for entry in entries:
-                match = pattern.fullmatch(entry)
-                assert match, entry
-                if "inputs" in match.groupdict():  # "For xs = [1], k = 2 the output should be ..."
-                    inputs = eval(f"dict({match['inputs']})")
-                    assert list(inputs) == list(inspect.signature(stub).parameters), entry
-                    result = task.solve(*inputs.values())
-                else:
-                    assert match["call"].startswith(f"{task.name}("), entry
-                    result = eval(match["call"], {task.name: task.solve})
-                assert ast.literal_eval(match["value"]) == result and repr(result) == match["value"], entry
-                checked += 1
-    assert checked > 100
+# Its doctest and other-format examples are checked against the references with every earlier
+# set's, in tests/training/test_task_families.py (the "sixth" parameters).
 
 
 def test_the_sixth_choice_is_deterministic_and_uses_only_its_set(tmp_path):
