@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import json
 
 from d3d.training import task_prompts, task_reference5
 from d3d.training.task_families import extra_tasks
@@ -23,7 +22,8 @@ from d3d.training.task_families4 import fourth_tasks
 from d3d.training.task_families5 import fifth_tasks
 from d3d.training.task_families6 import sixth_tasks
 from d3d.training.task_prompts import all_tasks, base_name
-from tests.training.task_stubs import DATA, K_VALUES, function_name
+from tests.training.task_stubs import (DATA, K_VALUES, assert_file_asks_for_no_held_out_function,
+                                      assert_held_out_functions_stay_out)
 
 SEED = 8  # of the prompts drawn to check the set, as the eighth file's
 
@@ -40,24 +40,13 @@ def test_the_reference_module_imports_downward_only():
     assert "d3d.training.task_families" in imported and "d3d.training.task_prompts" not in imported
 
 
-def test_a_held_out_sets_fifth_functions_stay_out_under_every_k(tmp_path):
-    """The held-out prompts' functions, read back by functions_in, are never drawn again, under any k."""
-    held_out = task_prompts.build_tasks(48, seed=15, families="fifth")
-    texts = [row["prompt"] for row in held_out]
-    held = task_prompts.functions_in(texts, "fifth")
-    assert held == {base_name(function_name(text)) for text in texts} and 20 < len(held) < 60
-    rows = task_prompts.build_tasks(600, seed=SEED, families="fifth", skip_functions=held)
-    drawn = {base_name(function_name(row["prompt"])) for row in rows}
-    assert len(drawn) > 40 and not drawn & held, drawn & held
+def test_a_held_out_sets_fifth_functions_stay_out_under_every_k():
+    assert_held_out_functions_stay_out("fifth", 15, SEED)
 
 
 def test_the_eighth_file_asks_for_none_of_the_held_out_sets_functions():
-    held_out, eighth = DATA / "task_dev5_prompts.jsonl", DATA / "task_prompts8.jsonl"
-    held_texts, texts = ([json.loads(line)["prompt"] for line in path.read_text(encoding="utf-8").splitlines()]
-                         for path in (held_out, eighth))
-    held, drawn = task_prompts.functions_in(held_texts, "fifth"), task_prompts.functions_in(texts, "fifth")
-    assert len(texts) == len(set(texts)) == 8000 and not drawn & held, drawn & held
-    assert held | drawn == {base_name(t.name) for t in fifth_tasks(2)}  # the eighth draws every function left
+    assert_file_asks_for_no_held_out_function(DATA / "task_dev5_prompts.jsonl", DATA / "task_prompts8.jsonl", "fifth",
+                                              fifth_tasks)
 
 
 def test_each_choice_lists_its_catalogues_in_order():

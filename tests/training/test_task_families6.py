@@ -27,7 +27,8 @@ from d3d.training.task_families4 import fourth_tasks
 from d3d.training.task_families5 import fifth_tasks
 from d3d.training.task_families6 import sixth_tasks
 from d3d.training.task_prompts import all_tasks, base_name
-from tests.training.task_stubs import DATA, K_VALUES, function_name, names_of
+from tests.training.task_stubs import (DATA, K_VALUES, assert_file_asks_for_no_held_out_function,
+                                      assert_held_out_functions_stay_out, function_name, names_of)
 
 SEED = 9  # of the prompts drawn to check the set, as the ninth file's
 HELD_OUT_SEED = 16  # data/task_dev6_prompts.jsonl's
@@ -118,21 +119,9 @@ def test_only_the_sixth_choice_lists_the_sixth_set():
 
 
 def test_a_held_out_sets_sixth_functions_stay_out_under_every_k():
-    """The held-out prompts' functions, read back by functions_in, are never drawn again, under any k."""
-    held_out = task_prompts.build_tasks(48, seed=HELD_OUT_SEED, families="sixth")
-    texts = [row["prompt"] for row in held_out]
-    held = task_prompts.functions_in(texts, "sixth")
-    assert held == {base_name(function_name(text)) for text in texts} and 20 < len(held) < 60
-    rows = task_prompts.build_tasks(600, seed=SEED, families="sixth", skip_functions=held)
-    drawn = {base_name(function_name(row["prompt"])) for row in rows}
-    assert len(drawn) > 40 and not drawn & held, drawn & held
+    assert_held_out_functions_stay_out("sixth", HELD_OUT_SEED, SEED)
 
 
 def test_the_ninth_file_asks_for_none_of_the_held_out_sets_functions():
-    held_out, ninth = DATA / "task_dev6_prompts.jsonl", DATA / "task_prompts9.jsonl"
-    held_texts, texts = ([json.loads(line)["prompt"] for line in path.read_text(encoding="utf-8").splitlines()]
-                         for path in (held_out, ninth))
-    held, drawn = task_prompts.functions_in(held_texts, "sixth"), task_prompts.functions_in(texts, "sixth")
-    assert len(held_texts) == len(set(held_texts)) == 48 and held
-    assert len(texts) == len(set(texts)) == 8000 and not drawn & held, drawn & held
-    assert held | drawn == {base_name(t.name) for t in sixth_tasks(2)}  # the ninth draws every function left
+    assert_file_asks_for_no_held_out_function(DATA / "task_dev6_prompts.jsonl", DATA / "task_prompts9.jsonl", "sixth",
+                                              sixth_tasks)
