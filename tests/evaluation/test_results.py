@@ -181,6 +181,8 @@ def test_every_section_renders_its_table_and_the_goals_from_the_outputs(cfg):
     assert "| load test: speculation on >= 0.97x of off at every concurrency | N=1: 0.98x, N=2: 0.98x | met |" in text
     assert "| speed table: no output diverges from plain decoding | 0 divergences, 2 near ties (rule 4) | met |" in text
     assert "| tree ahead of prompt lookup and sync on both suites |" in text and "| HumanEval: tree tau >= 2.5 and >= 1.8x | tau 2.50, 2.50x | met |" in text
+    tree_row = next(line for line in text.splitlines() if line.startswith("| tree ahead of prompt lookup"))
+    assert "humaneval: tree 2.50x, sync 1.25x, pld 2.00x (per token 2.50x, 1.25x, 2.00x)" in tree_row, tree_row
     assert "| moonshot: best d3d mode >= 1.5x llama.cpp on HumanEval | `tree@int8` 28.6 tokens/s = 1.43x llama.cpp | **missed** |" in text
     assert "| alpha_1 >= 0.6 (offline, dev) | 0." in text  # the shipped drafter's acceptance.json
 
