@@ -44,7 +44,7 @@ def report_batch(costs, block: int, out=None) -> dict:
     rows = {}
     for b in sorted(costs.draft_table):
         plain, draft, verify = costs.plain(b), costs.draft(b), costs.verify(b, block)
-        even = b * (draft + verify) / plain  # appended tokens at which round_gain(b, block, .) = 1
+        even = costs.break_even(b, block)
         print(f"{b:>5} {plain * 1e3:>9.2f} {draft * 1e3:>11.2f} {verify * 1e3:>14.2f} {even:>18.1f}", file=out)
         rows[str(b)] = {"plain_ms": round(plain * 1e3, 3), "draft_ms": round(draft * 1e3, 3),
                         "verify_block_ms": round(verify * 1e3, 3), "break_even_tokens": round(even, 2)}

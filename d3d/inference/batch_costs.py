@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from d3d.inference.batch_engine import batched_block_logits, new_ragged_cache, position_confidence, verify_logits
-from d3d.inference.pass_costs import COST_CONTEXT, COST_REPEATS
+from d3d.inference.pass_costs import COST_CONTEXT, COST_REPEATS, interpolate_linear
 from d3d.models.attention import Rows
 
 WIDTHS = (1, 2, 3, 4, 6, 8, 12, 16)  # verification widths measured (those up to the block size)
@@ -50,23 +50,6 @@ def batch_sizes(max_batch: int) -> list[int]:
     return sizes + [max_batch]
 
 
-def _linear(points: dict[int, float], x: float) -> float:
-    """points interpolated linearly at x; past either end, the slope of the nearest two points."""
-    xs = sorted(points)
-    if x in points:
-        return points[int(x)]
-    if len(xs) == 1:
-        return points[xs[0]]
-    if x < xs[0]:
-        lo, hi = xs[0], xs[1]
-    elif x > xs[-1]:
-        lo, hi = xs[-2], xs[-1]
-    else:
-        lo = max(v for v in xs if v < x)
-        hi = min(v for v in xs if v > x)
-    return points[lo] + (points[hi] - points[lo]) * (x - lo) / (hi - lo)
-
-
 @dataclass(frozen=True)
 class BatchCosts:
     """Median seconds of the batched engine's passes, for the measured batch sizes and widths."""
@@ -76,8 +59,8 @@ class BatchCosts:
 
     def verify(self, batch: int, width: int) -> float:
         """verify(b, w): bilinear in the measured (b, w) grid, extrapolated past its edges."""
-        per_batch = {b: _linear(row, width) for b, row in self.verify_table.items()}
-        return _linear(per_batch, batch)
+        per_batch = {b: interpolate_linear(row, width) for b, row in self.verify_table.items()}
+        return interpolate_linear(per_batch, batch)
 
     def plain(self, batch: int) -> float:
         """A plain step of `batch` sequences."""
@@ -85,17 +68,21 @@ class BatchCosts:
 
     def draft(self, batch: int) -> float:
         """The drafter's batched pass for `batch` sequences."""
-        return _linear(self.draft_table, batch)
+        return interpolate_linear(self.draft_table, batch)
 
     def round_gain(self, batch: int, width: int, appended: int) -> float:
         """A drafting round's tokens/s over plain steps': `appended` tokens for draft(b) + verify(b, w)
         against b tokens for plain(b)."""
-        return appended * self.plain(batch) / (batch * (self.draft(batch) + self.verify(batch, width)))
+        return appended / self.break_even(batch, width)
+
+    def break_even(self, batch: int, width: int) -> float:
+        """The tokens a drafting round of b sequences, w rows each, must append (over the batch) to
+        match plain steps: where round_gain is 1."""
+        return batch * (self.draft(batch) + self.verify(batch, width)) / self.plain(batch)
 
     def to_json(self) -> dict:
         return {"verify": {str(b): {str(w): s for w, s in row.items()} for b, row in self.verify_table.items()},
                 "draft": {str(b): s for b, s in self.draft_table.items()}}
-
 
 
 def _sync(device: torch.device) -> None:
@@ -142,7 +129,7 @@ def measure_batch_costs(target, drafter, max_batch: int, repeats: int = COST_REP
     passes = []  # (key, cache, run)
     for b in batch_sizes(max_batch):
         t_cache = _filled_cache(target, b, capacity, ids)
-        anchor_pos = [length for length in t_cache.lengths]
+        anchor_pos = list(t_cache.lengths)
         for w in widths:
             blocks = [ids[0, : w].tolist()] * b
 

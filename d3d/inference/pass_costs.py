@@ -36,6 +36,23 @@ COST_REPEATS = 5  # timed passes per size (median)
 CACHE_DIR = Path(os.environ.get("D3D_CACHE", Path.home() / ".cache" / "d3d")) / "pass_costs"
 
 
+def interpolate_linear(points: dict[int, float], x: float) -> float:
+    """points interpolated linearly at x; past either end, the slope of the nearest two points."""
+    if x in points:
+        return points[int(x)]
+    xs = sorted(points)
+    if len(xs) == 1:
+        return points[xs[0]]
+    if x < xs[0]:
+        lo, hi = xs[0], xs[1]
+    elif x > xs[-1]:
+        lo, hi = xs[-2], xs[-1]
+    else:
+        lo = max(v for v in xs if v < x)
+        hi = min(v for v in xs if v > x)
+    return points[lo] + (points[hi] - points[lo]) * (x - lo) / (hi - lo)
+
+
 @dataclass(frozen=True)
 class PassCosts:
     """Median seconds of a k-row target pass, for the measured sizes k (linear in between)."""
@@ -44,16 +61,7 @@ class PassCosts:
 
     def seconds(self, k: int) -> float:
         """t_v(k), interpolated linearly between measured sizes and extrapolated past the largest."""
-        if k in self.table:
-            return self.table[k]
-        sizes = sorted(self.table)
-        lo = max((s for s in sizes if s < k), default=sizes[0])
-        hi = min((s for s in sizes if s > k), default=None)
-        if hi is None:  # past the table: the slope of its last two sizes
-            hi, lo = sizes[-1], sizes[-2] if len(sizes) > 1 else sizes[-1]
-            slope = (self.table[hi] - self.table[lo]) / (hi - lo) if hi != lo else 0.0
-            return self.table[hi] + slope * (k - hi)
-        return self.table[lo] + (self.table[hi] - self.table[lo]) * (k - lo) / (hi - lo)
+        return interpolate_linear(self.table, k)
 
     def ratios(self) -> dict[int, float]:
         """t_v(k) / t_v(1) for every measured k."""
