@@ -237,8 +237,8 @@ def build_parser() -> argparse.ArgumentParser:
 class TextStreamer:
     """Prints the decoded text of a growing token list, holding back incomplete characters."""
 
-    def __init__(self, decode: Callable[[list[int]], str], out=sys.stdout) -> None:
-        self.decode, self.out = decode, out
+    def __init__(self, decode: Callable[[list[int]], str], out=None) -> None:
+        self.decode, self.out = decode, sys.stdout if out is None else out
         self.tokens: list[int] = []
         self.printed = 0
 

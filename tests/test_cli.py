@@ -94,3 +94,19 @@ def test_cost_batch_refuses_bad_flags_in_one_line(capsys, flags):
 def test_cost_save_with_profile_is_one_line(capsys):
     code, _, err = run_cli(capsys, "cost", "--save", "--profile")
     assert code == EXIT_BAD_INPUT and "one at a time" in err and err.count("\n") == 1
+
+
+def test_text_streamer_writes_to_the_stdout_of_call_time_and_holds_back_split_characters(capsys):
+    """The streamer prints to whatever sys.stdout is when it is made (a default bound at import
+    time would write past a redirect), and a character split across tokens waits for its end."""
+    from d3d.cli import TextStreamer
+
+    pieces = {1: b"caf", 2: b"\xc3", 3: b"\xa9!"}
+    streamer = TextStreamer(lambda ids: b"".join(pieces[i] for i in ids).decode("utf-8", errors="replace"))
+    streamer.push([1])
+    assert capsys.readouterr().out == "caf"
+    streamer.push([2])
+    assert capsys.readouterr().out == ""
+    streamer.push([3])
+    streamer.close()
+    assert capsys.readouterr().out == "\u00e9!\n"

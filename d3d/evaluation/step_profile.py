@@ -92,8 +92,10 @@ def format_profile(p: StepProfile, top: int = TOP_OPS) -> str:
 
 
 def print_step_profiles(model: DecoderModel, sizes: list[int], context: int = 256, repeats: int = 20,
-                        out=sys.stdout) -> list[StepProfile]:
-    """One table per pass size, then one JSON line (every op of every size)."""
+                        out=None) -> list[StepProfile]:
+    """One table per pass size, then one JSON line (every op of every size); `out` is sys.stdout
+    when None, read at call time so that a redirected stdout is honoured."""
+    out = sys.stdout if out is None else out
     profiles = [profile_step(model, k, context, repeats) for k in sizes]
     precision = model.precision.describe() if hasattr(model.precision, "describe") else repr(model.precision)
     setting = (f"dtype {str(model.dtype).removeprefix('torch.')}, weights {getattr(model, 'weights', 'dense')}, "
