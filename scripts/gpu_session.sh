@@ -41,7 +41,7 @@ RECIPE=${RECIPE:-recipes/smollm2-d3d-gpu.yaml}  # the objective, batch and learn
 TRAIN_BATCH=${TRAIN_BATCH:-32}  # examples per optimizer step (the recipe's batch_size)
 MAX_EPOCHS=${MAX_EPOCHS:-4}
 TASKS_FILE=${TASKS_FILE:-data/task_prompts9.jsonl}  # the task prompts answered here (the first eight files were answered on the CPU)
-TASKS_FROM=${TASKS_FROM:-2769}  # $TASKS_FILE from this line on (the CPU answered 2,336 of the ninth file's first 2,769 lines, data/smollm2/tasks9_bf16.npz.xz and its parts; the rest of those lines are held out or left)
+TASKS_FROM=${TASKS_FROM:-3930}  # $TASKS_FILE from this line on (the CPU answered 3,584 of the ninth file's first 3,929 lines, data/smollm2/tasks9_bf16.npz.xz and its parts; the rest of those lines are held out or left)
 RESERVE_S=${RESERVE_S:-70}      # kept at the end for export, evaluation and the bundle
 DRAFTER=${DRAFTER:-d3d/drafters/smollm2-135m-instruct}
 mkdir -p "$OUT" "$WORK/data" "$WORK/pack"
