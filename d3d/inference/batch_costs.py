@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import torch
 
 from d3d.inference.batch_engine import batched_block_logits, new_ragged_cache, position_confidence, verify_logits
-from d3d.inference.pass_costs import COST_CONTEXT, COST_REPEATS, interpolate_linear
+from d3d.inference.pass_costs import COST_CONTEXT, COST_REPEATS, interpolate_linear, sync_device
 from d3d.models.attention import Rows
 
 WIDTHS = (1, 2, 3, 4, 6, 8, 12, 16)  # verification widths measured (those up to the block size)
@@ -85,11 +85,6 @@ class BatchCosts:
                 "draft": {str(b): s for b, s in self.draft_table.items()}}
 
 
-def _sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _filled_cache(model, batch: int, capacity: int, ids: torch.Tensor, drafter=None):
     """A ragged cache of `batch` slots of `model` (the target, or `drafter`'s layers), slot i
     holding the first COST_CONTEXT - i * CONTEXT_STEP ids, filled as the batched engine fills it."""
@@ -109,10 +104,10 @@ def _filled_cache(model, batch: int, capacity: int, ids: torch.Tensor, drafter=N
 def _timed(device: torch.device, cache, run) -> float:
     """Seconds of run(), the cache cropped back to its lengths afterwards."""
     lengths = list(cache.lengths)
-    _sync(device)
+    sync_device(device)
     t = time.perf_counter()
     run()
-    _sync(device)
+    sync_device(device)
     elapsed = time.perf_counter() - t
     cache.set_lengths(lengths)
     return elapsed

@@ -69,14 +69,18 @@ class PassCosts:
         return {k: s / base for k, s in sorted(self.table.items())}
 
 
+def sync_device(device: torch.device) -> None:
+    """Waits for the device's queued work (CUDA), so that a wall-clock interval covers it; a no-op on CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def _timed_pass(model: DecoderModel, cache, ids: torch.Tensor) -> float:
     start = cache.length
-    if model.device.type == "cuda":
-        torch.cuda.synchronize(model.device)
+    sync_device(model.device)
     t = time.perf_counter()
     model(Rows.clean(ids, start), cache)
-    if model.device.type == "cuda":
-        torch.cuda.synchronize(model.device)
+    sync_device(model.device)
     elapsed = time.perf_counter() - t
     cache.crop(start)
     return elapsed
@@ -187,11 +191,9 @@ def measure_drafter_pass(drafter, context: int = COST_CONTEXT, repeats: int = CO
     times = []
     for _ in range(repeats + 1):
         cache.crop(context)
-        if drafter.model.device.type == "cuda":
-            torch.cuda.synchronize(drafter.model.device)
+        sync_device(drafter.model.device)
         t = time.perf_counter()
         drafter.draft_logits(cache, ids)
-        if drafter.model.device.type == "cuda":
-            torch.cuda.synchronize(drafter.model.device)
+        sync_device(drafter.model.device)
         times.append(time.perf_counter() - t)
     return statistics.median(times[1:])
