@@ -1,5 +1,5 @@
 """Tests for d3d.training.task_families4 and the `fourth` choice of `--families`, and the checks every
-later task set must pass, one case per set (the third, the fourth and the fifth).
+later task set must pass, one case per set (the third to the seventh).
 
 A later set adds many names that neither the earlier catalogues nor HumanEval use, its descriptions
 share no 13-word n-gram with a HumanEval prompt, its module imports downward only, and its `--families`
@@ -26,6 +26,8 @@ from d3d.training.task_families import Task, extra_tasks
 from d3d.training.task_families3 import third_tasks
 from d3d.training.task_families4 import fourth_tasks
 from d3d.training.task_families5 import fifth_tasks
+from d3d.training.task_families6 import sixth_tasks
+from d3d.training.task_families7 import seventh_tasks
 from d3d.training.task_prompts import all_tasks
 from tests.training.task_stubs import K_VALUES, function_name, names_of
 
@@ -46,6 +48,11 @@ LATER_SETS = [
     pytest.param(LaterSet(fourth_tasks, "fourth", (all_tasks, extra_tasks, third_tasks), 7, 90, 150), id="fourth"),
     pytest.param(LaterSet(fifth_tasks, "fifth", (all_tasks, extra_tasks, third_tasks, fourth_tasks), 8, 90, 150),
                  id="fifth"),
+    pytest.param(LaterSet(sixth_tasks, "sixth", (all_tasks, extra_tasks, third_tasks, fourth_tasks, fifth_tasks), 9,
+                          100, 150), id="sixth"),
+    pytest.param(LaterSet(seventh_tasks, "seventh",
+                          (all_tasks, extra_tasks, third_tasks, fourth_tasks, fifth_tasks, sixth_tasks), 10, 100, 150),
+                 id="seventh"),
 ]
 
 
