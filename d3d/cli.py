@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from d3d.errors import D3DError
 from d3d.evaluation.eval_drafter import add_eval_drafter_parser
 from d3d.training.data_cli import add_data_parser
-from d3d.training.export_cli import add_average_parser, add_export_parser
+from d3d.training.export_cli import add_average_parser, add_export_parser, add_grow_parser
 from d3d.serving.serve_cli import add_serve_parser
 from d3d.training.prune_cli import add_prune_parser
 from d3d.training.train_cli import add_plot_parser, add_train_parser
@@ -223,6 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_drafter_parser(sub)
     add_export_parser(sub)
     add_average_parser(sub)
+    add_grow_parser(sub)
 
     vocab = sub.add_parser("draft-vocab", help="copy a drafter with a frequency-ranked drafting vocabulary (faster drafting)")
     vocab.add_argument("--drafter", required=True, help="drafter directory")

@@ -1,4 +1,5 @@
-"""The `d3d export` and `d3d average` subcommands (the work itself lives in `export.py` and `average.py`).
+"""The `d3d export`, `d3d average` and `d3d grow` subcommands (the work itself lives in `export.py`,
+`average.py` and `grow.py`).
 
     d3d export --format vllm --drafter runs/causal/drafter --out exports/smollm2-d3d-causal
     d3d export --format d3d --storage int8 --drafter runs/x/drafter --out ship/drafter [--run-block-size 8]
@@ -10,6 +11,11 @@ acceptance table (docs/runtime.md, "Drafter files").
     d3d average --drafter runs/a/drafter --drafter runs/b/drafter --out runs/ab/drafter
 
 writes the weight average of drafters of one architecture (docs/training.md, "Weight averaging").
+
+    d3d grow --drafter d3d/drafters/smollm2-135m-instruct --add 12,18 --out runs/grown/drafter
+
+writes a deeper drafter that drafts exactly as the original until it is trained (docs/training.md,
+"Growing the drafter").
 """
 
 from __future__ import annotations
@@ -60,6 +66,35 @@ def add_average_parser(sub) -> None:
     p.add_argument("--dtype", default="float32", choices=["bfloat16", "float16", "float32"],
                    help="dtype of the stored weights")
     p.set_defaults(func=cmd_average)
+
+
+def add_grow_parser(sub) -> None:
+    p = sub.add_parser("grow", help="add target layers to a drafter as identity layers (a deeper starting point)",
+                       description="Write a deeper drafter: the target's layers --add inserted at their depth with "
+                       "their output projections zeroed, so it drafts exactly as the original until trained "
+                       "(use it as init: of a training recipe).")
+    p.add_argument("--drafter", required=True, help="drafter directory to grow (int8-stored ones are dequantized)")
+    p.add_argument("--add", required=True, help="comma-separated target layer ids to add, e.g. 12,18")
+    p.add_argument("--out", required=True, help="directory of the grown drafter (new or empty)")
+    p.add_argument("--target", default=None, help="target the layers come from (default: the drafter's base model)")
+    p.add_argument("--dtype", default="float32", choices=["bfloat16", "float16", "float32"],
+                   help="dtype of the stored weights")
+    p.set_defaults(func=cmd_grow)
+
+
+def cmd_grow(args: argparse.Namespace) -> int:
+    from d3d.errors import D3DError
+    from d3d.training.grow import grow_drafter
+
+    try:
+        add = [int(i) for i in args.add.split(",")]
+    except ValueError:
+        raise D3DError(f"--add must be comma-separated layer ids, got '{args.add}'") from None
+    report = grow_drafter(args.drafter, add, args.out, args.target, args.dtype)
+    print(f"wrote {report.out}: layers {report.layers_before} -> {report.layers} ({len(report.added)} added as "
+          f"identity layers), model.safetensors {report.size / 1e6:.1f} MB; it drafts exactly as {args.drafter} "
+          f"until trained (init: {report.out} in a recipe)")
+    return 0
 
 
 def cmd_average(args: argparse.Namespace) -> int:
