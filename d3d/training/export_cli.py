@@ -12,7 +12,7 @@ acceptance table (docs/runtime.md, "Drafter files").
 
 writes the weight average of drafters of one architecture (docs/training.md, "Weight averaging").
 
-    d3d grow --drafter d3d/drafters/smollm2-135m-instruct --add 12,18 --out runs/grown/drafter
+    d3d grow --drafter d3d/drafters/smollm2-135m-instruct --add 2,26 --out runs/grown/drafter
 
 writes a deeper drafter that drafts exactly as the original until it is trained (docs/training.md,
 "Growing the drafter").
@@ -74,7 +74,7 @@ def add_grow_parser(sub) -> None:
                        "their output projections zeroed, so it drafts exactly as the original until trained "
                        "(use it as init: of a training recipe).")
     p.add_argument("--drafter", required=True, help="drafter directory to grow (int8-stored ones are dequantized)")
-    p.add_argument("--add", required=True, help="comma-separated target layer ids to add, e.g. 12,18")
+    p.add_argument("--add", required=True, help="comma-separated target layer ids to add, e.g. 2,26")
     p.add_argument("--out", required=True, help="directory of the grown drafter (new or empty)")
     p.add_argument("--target", default=None, help="target the layers come from (default: the drafter's base model)")
     p.add_argument("--dtype", default="float32", choices=["bfloat16", "float16", "float32"],

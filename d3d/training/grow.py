@@ -54,7 +54,7 @@ class GrowReport:
 def grown_layers(layers: list[int], add: list[int], num_target_layers: int) -> list[int]:
     """The drafter's layers with `add` inserted at their depth (sorted); a D3DError for a bad request."""
     if not add:
-        raise D3DError("--add names no layer: give the target layer ids to add, e.g. --add 12,18")
+        raise D3DError("--add names no layer: give the target layer ids to add, e.g. --add 2,26")
     if len(set(add)) != len(add):
         raise D3DError(f"--add names a layer twice: {add}")
     outside = [i for i in add if not 0 <= i < num_target_layers]
@@ -69,10 +69,15 @@ def grown_layers(layers: list[int], add: list[int], num_target_layers: int) -> l
     return sorted([*layers, *add])
 
 
-def identity_layer(state: dict[str, Tensor], index: int) -> dict[str, Tensor]:
-    """Layer `index` of a decoder state dict, renamed to its bare suffix, with `ZEROED` set to 0."""
+def layer_state(state: dict[str, Tensor], index: int) -> dict[str, Tensor]:
+    """Layer `index` of a decoder state dict, its tensors keyed by their name within the layer."""
     prefix = f"model.layers.{index}."
-    layer = {k.removeprefix(prefix): v.detach().clone() for k, v in state.items() if k.startswith(prefix)}
+    return {k.removeprefix(prefix): v for k, v in state.items() if k.startswith(prefix)}
+
+
+def identity_layer(state: dict[str, Tensor], index: int) -> dict[str, Tensor]:
+    """Layer `index` of a decoder state dict (`layer_state`, copied) with `ZEROED` set to 0."""
+    layer = {k: v.detach().clone() for k, v in layer_state(state, index).items()}
     for name in ZEROED:
         if f"{name}.weight" not in layer:
             raise D3DError(f"the target's layer has no {name}.weight: cannot make it the identity")
@@ -119,11 +124,8 @@ def grow_drafter(drafter: str, add: list[int], out: str, target: str | None = No
     added = load_decoder(target_dir, new_ids, torch.float32, "cpu").state_dict()
     state = {k: v for k, v in old.items() if not k.startswith("model.layers.")}
     for j, layer_id in enumerate(layers):
-        if layer_id in config.layers:
-            part = {k.removeprefix(f"model.layers.{config.layers.index(layer_id)}."): v
-                    for k, v in old.items() if k.startswith(f"model.layers.{config.layers.index(layer_id)}.")}
-        else:
-            part = identity_layer(added, new_ids.index(layer_id))
+        part = (layer_state(old, config.layers.index(layer_id)) if layer_id in config.layers
+                else identity_layer(added, new_ids.index(layer_id)))
         state |= {f"model.layers.{j}.{k}": v for k, v in part.items()}
     dest.mkdir(parents=True, exist_ok=True)
     write_weights(dest / WEIGHTS_NAME, state, "dense", DTYPES[dtype])
