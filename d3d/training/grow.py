@@ -33,6 +33,7 @@ from d3d.models.decoder import load_decoder
 from d3d.models.drafter import CONFIG_NAME, WEIGHTS_NAME, read_drafter_config, read_weights
 from d3d.models.weight_storage import write_weights
 from d3d.training.export import DTYPES
+from d3d.training.resolve import optional_tokenizer
 
 GROW_KEY = "d3d_grow"  # provenance block in the grown drafter's drafter_config.json
 ACCEPTANCE_NAME = "acceptance.json"  # the drafter's measured acceptance table, carried over unchanged
@@ -95,13 +96,9 @@ def check_target(meta: dict, target_dir: Path, fingerprint: str) -> int:
     if differ:
         raise D3DError(f"the target {target_dir} differs from the drafter's model in {', '.join(differ)}: "
                        "grow a drafter with layers of its own target")
-    if fingerprint:
-        try:
-            theirs = hub.tokenizer_fingerprint(hub.load_tokenizer(target_dir))
-        except D3DError:
-            theirs = ""
-        if theirs and theirs != fingerprint:
-            raise D3DError(f"the target {target_dir} has another tokenizer than the drafter's")
+    tokenizer = optional_tokenizer(target_dir) if fingerprint else None
+    if tokenizer is not None and hub.tokenizer_fingerprint(tokenizer) != fingerprint:
+        raise D3DError(f"the target {target_dir} has another tokenizer than the drafter's")
     return int(target_cfg.num_hidden_layers)
 
 

@@ -46,10 +46,10 @@ def resolve_models(cfg: TrainConfig) -> ModelFacts:
         raise D3DError(
             f"drafter init vocabulary ({init_cfg.vocab_size}) differs from the target's ({target_cfg.vocab_size})"
         )
-    tokenizer = _optional_tokenizer(target_dir)
+    tokenizer = optional_tokenizer(target_dir)
     fingerprint = hub.tokenizer_fingerprint(tokenizer) if tokenizer is not None else ""
     if init_dir != target_dir:
-        init_tok = _optional_tokenizer(init_dir)
+        init_tok = optional_tokenizer(init_dir)
         if init_tok is not None and fingerprint and hub.tokenizer_fingerprint(init_tok) != fingerprint:
             raise D3DError(f"drafter init {cfg.init} has a different tokenizer than the target {cfg.target}")
     return ModelFacts(
@@ -65,7 +65,7 @@ def _resolve_drafter_init(cfg: TrainConfig, target_dir: Path) -> ModelFacts:
     """Facts for a run that continues a saved drafter (pruning recovery), checked against the target."""
     drafter_cfg, model_cfg = read_drafter_config(cfg.init)
     target_cfg = hub.load_config(target_dir)
-    tokenizer = _optional_tokenizer(target_dir)
+    tokenizer = optional_tokenizer(target_dir)
     fingerprint = hub.tokenizer_fingerprint(tokenizer) if tokenizer is not None else ""
     if drafter_cfg.vocab_size != target_cfg.vocab_size:
         raise D3DError(f"drafter {cfg.init} has vocabulary {drafter_cfg.vocab_size}, the target {target_cfg.vocab_size}")
@@ -97,10 +97,10 @@ def _resolve_drafter_init(cfg: TrainConfig, target_dir: Path) -> ModelFacts:
 
 def target_eos_ids(target_dir: Path) -> tuple[int, ...]:
     """The end-of-sequence ids of a resolved target directory (config, tokenizer, generation config)."""
-    return hub.eos_token_ids(target_dir, _optional_tokenizer(target_dir))
+    return hub.eos_token_ids(target_dir, optional_tokenizer(target_dir))
 
 
-def _optional_tokenizer(model_dir: Path):
+def optional_tokenizer(model_dir: Path):
     """The tokenizer, or None for a model directory that has none (tiny test models)."""
     try:
         return hub.load_tokenizer(model_dir)
