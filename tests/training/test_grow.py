@@ -14,7 +14,7 @@ from d3d.models.attention import Rows
 from d3d.models.decoder import load_decoder
 from d3d.models.drafter import Drafter, read_drafter_config, read_weights
 from d3d.training.grow import GROW_KEY, grow_drafter, grown_layers
-from tests.conftest import save_tiny_model, save_tiny_tokenizer
+from tests.conftest import TINY, save_tiny_model, save_tiny_tokenizer
 from tests.helpers import MASK_ID, prompt
 
 BS = 6
@@ -135,3 +135,12 @@ def test_the_command_writes_a_grown_drafter_and_refuses_bad_input(model_dir, tmp
     assert main(["grow", "--drafter", str(src), "--add", "1", "--out", str(tmp_path / "i"),
                  "--target", str(other)]) != 0
     assert "differs from the drafter's model" in capsys.readouterr().err
+
+
+def test_a_target_with_another_tokenizer_is_refused(model_dir, tmp_path):
+    """Same shapes, another vocabulary: the grown layers would read ids the drafter never saw."""
+    src = save_drafter(model_dir, tmp_path / "src")
+    other = save_tiny_tokenizer(save_tiny_model(tmp_path / "other", "llama"), vocab_size=TINY["vocab_size"] - 1)
+    with pytest.raises(D3DError, match="another tokenizer"):
+        grow_drafter(str(src), [1], str(tmp_path / "grown"), target=str(other))
+    assert not (tmp_path / "grown").exists()  # refused before anything is written
