@@ -138,7 +138,7 @@ def test_the_command_writes_a_grown_drafter_and_refuses_bad_input(model_dir, tmp
 
 
 def test_a_target_with_another_tokenizer_is_refused(model_dir, tmp_path):
-    """Same shapes, another vocabulary: the grown layers would read ids the drafter never saw."""
+    """Same shapes, another vocabulary: the added layers would come from a model that reads other ids."""
     src = save_drafter(model_dir, tmp_path / "src")
     other = save_tiny_tokenizer(save_tiny_model(tmp_path / "other", "llama"), vocab_size=TINY["vocab_size"] - 1)
     with pytest.raises(D3DError, match="another tokenizer"):
