@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
-for shard in mix mix_bf16 mix2_bf16 tasks_bf16 tasks2_bf16 tasks3_bf16 tasks4_bf16 tasks5_bf16 tasks6_bf16 tasks7_bf16 tasks8_bf16 tasks9_bf16 tasks10_bf16 self_bf16 self2_bf16 self3_bf16 self4_bf16 self5_bf16 self6_bf16 self7_bf16 self8_bf16 self9_bf16; do  # the committed shards of the mix, of the task prompts and of the self-instruct chat turns (and their later parts), unpacked where missing
+for shard in mix mix_bf16 mix2_bf16 tasks_bf16 tasks2_bf16 tasks3_bf16 tasks4_bf16 tasks5_bf16 tasks6_bf16 tasks7_bf16 tasks8_bf16 tasks9_bf16 tasks10_bf16 self_bf16 self2_bf16 self3_bf16 self4_bf16 self5_bf16 self6_bf16 self7_bf16 self8_bf16 self9_bf16 self10_bf16; do  # the committed shards of the mix, of the task prompts and of the self-instruct chat turns (and their later parts), unpacked where missing
   if [ ! -f "runs/data/$shard.jsonl" ] && [ -f "data/smollm2/$shard.npz.xz" ]; then
     mkdir -p runs/data
     mapfile -t parts < <(ls data/smollm2/"$shard".part*.npz.xz 2>/dev/null | sort -V)
@@ -17,7 +17,7 @@ done
 # run's recipe stays reproducible as the shard grows: part k of tasks7_bf16 / tasks8_bf16 (the first
 # archive being part 1) is tasks7<letter k>_bf16 / tasks8<letter k>_bf16, e.g. tasks8c_bf16 the eighth
 # shard's third part (recipes/smollm2-d3d-mix23.yaml's new rows), tasks8f_bf16 its sixth, tasks9a_bf16
-# the ninth file's first, tasks10a_bf16 the tenth's first, tasks10b_bf16 its second
+# the ninth file's first, tasks10a_bf16 the tenth's first, tasks10b_bf16 its second, tasks10c_bf16 its third
 letters=(a b c d e f g h i j k l m n o p q r s t u v w x y z)
 for shard in tasks7_bf16 tasks8_bf16 tasks9_bf16 tasks10_bf16; do
   mapfile -t parts < <(ls data/smollm2/"$shard".npz.xz data/smollm2/"$shard".part*.npz.xz 2>/dev/null | sort -V)
