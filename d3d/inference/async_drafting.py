@@ -323,7 +323,7 @@ class DraftingBackend(ABC):
     name: str
     block_size: int
     trained: bool  # whether the drafter was trained (a prior for the budget model)
-    recorded_tau: float | None = None  # the drafter's own measured validation tau, if it recorded one
+    recorded_tau: float | None = None  # its measured tau (`Drafter.prior_tau`: acceptance table, else validation tau)
 
     def __init__(self) -> None:
         self.pending = 0
@@ -374,7 +374,7 @@ class InlineBackend(DraftingBackend):
         super().__init__()
         self.core = core
         self.block_size = core.block_size
-        self.trained, self.recorded_tau = core.drafter.config.trained, core.drafter.config.recorded_tau()
+        self.trained, self.recorded_tau = core.drafter.config.trained, core.drafter.prior_tau()
         self.replies: list[Any] = []
 
     def _send(self, request: Request) -> None:
@@ -406,7 +406,7 @@ class ThreadBackend(DraftingBackend):
         stream = torch.cuda.Stream(device) if device.type == "cuda" else None
         self.core = SuccessorDrafter(drafter, stream)
         self.block_size, self.trained = drafter.block_size, drafter.config.trained
-        self.recorded_tau = drafter.config.recorded_tau()
+        self.recorded_tau = drafter.prior_tau()
         self.inbox: queue.Queue = queue.Queue()
         self.outbox: queue.Queue = queue.Queue()
         self.thread = threading.Thread(target=serve, args=(self.core, self.inbox.get, self.outbox.put), daemon=True)
@@ -445,7 +445,7 @@ class WorkerInfo:
     pid: int  # the worker's process id
     block_size: int  # the drafter's B
     trained: bool  # whether the drafter was trained
-    recorded_tau: float | None  # its measured validation tau, if recorded
+    recorded_tau: float | None  # its measured tau (`Drafter.prior_tau`), if any
     threads: int  # torch threads the worker runs with
     load_s: float  # seconds it took to load the drafter
 
@@ -456,7 +456,7 @@ def worker_main(factory: DrafterFactory, threads: int, conn) -> None:
     try:
         start = time.perf_counter()
         drafter = factory()
-        conn.send(WorkerInfo(os.getpid(), drafter.block_size, drafter.config.trained, drafter.config.recorded_tau(), threads,
+        conn.send(WorkerInfo(os.getpid(), drafter.block_size, drafter.config.trained, drafter.prior_tau(), threads,
                              time.perf_counter() - start))
     except Exception:
         conn.send(WorkerError(traceback.format_exc()))

@@ -44,6 +44,7 @@ from d3d.models.weight_storage import check_storage, decode_state, read_tensors,
 CONFIG_NAME = "drafter_config.json"
 WEIGHTS_NAME = "model.safetensors"
 FORMAT_VERSION = 1
+ACCEPTANCE_FILE = "acceptance.json"  # the acceptance table `d3d eval-drafter --save` measures beside the weights
 SHARED_KEYS = ("model.embed_tokens.weight", "lm_head.weight")
 DRAFT_VOCAB_KEY = "draft_vocab_ids"  # optional int64 tensor in the weights file: the drafting vocabulary
 LABEL_CONVENTIONS = ("same-position", "next-token")  # which block row predicts drafted token j: row j, or row j-1
@@ -114,6 +115,12 @@ class Drafter(torch.nn.Module):
         self._head_rows: tuple[Tensor, torch.nn.Module] | None = None  # (the LM head it was cut from, its rows)
         self.config = config
         self.run_block: int | None = None  # the B inference drafts (a run block size or --block-size); never saved
+        self.measured_tau: float | None = None  # tau_sim of the acceptance table saved beside the weights, if any
+
+    def prior_tau(self) -> float | None:
+        """The tau `--budget auto` assumes: the acceptance table measured on these weights when it has
+        one, else the validation tau its training or pruning recorded (`DrafterConfig.recorded_tau`)."""
+        return self.measured_tau if self.measured_tau is not None else self.config.recorded_tau()
 
     @property
     def block_size(self) -> int:
@@ -277,6 +284,7 @@ class Drafter(torch.nn.Module):
         drafter = drafter.to(device).eval()
         if draft_vocab is not None:
             drafter.set_draft_vocab(draft_vocab)
+        drafter.measured_tau = read_measured_tau(path)
         return drafter
 
     def draft_logits(self, cache: KVCache, committed: Tensor, rows: int | None = None) -> Tensor:
@@ -406,6 +414,26 @@ def read_drafter_config(path: str | Path) -> tuple[DrafterConfig, PretrainedConf
         raise D3DError(f"malformed drafter config {file}: {exc}") from None
     config.validate()
     return config, model_config
+
+
+def read_measured_tau(path: str | Path) -> float | None:
+    """tau_sim of the acceptance table beside a drafter (`d3d eval-drafter --save`); None without one
+    (or without its tau_sim); a clear D3DError for a table that is not JSON or a tau that is not >= 1."""
+    file = Path(path) / ACCEPTANCE_FILE
+    if not file.is_file():
+        return None
+    try:
+        table = json.loads(file.read_text())
+    except ValueError as err:
+        raise D3DError(f"{file} is not an acceptance table ({err})") from None
+    if not isinstance(table, dict):
+        raise D3DError(f"{file} is not an acceptance table (a JSON object expected)")
+    tau = table.get("tau_sim")
+    if tau is None:  # a table without an overall tau (written by hand or by an older version)
+        return None
+    if not isinstance(tau, (int, float)) or isinstance(tau, bool) or not tau >= 1.0:
+        raise D3DError(f"{file} is not an acceptance table (tau_sim {tau!r}, expected a number >= 1)")
+    return float(tau)
 
 
 def read_weights(file: Path) -> dict[str, Tensor]:

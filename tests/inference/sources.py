@@ -51,6 +51,9 @@ class TargetAsDrafter:
     def __init__(self, target) -> None:
         self.target = target
 
+    def prior_tau(self) -> float | None:
+        return None
+
     def new_cache(self) -> FakeCache:
         return FakeCache()
 
@@ -93,7 +96,7 @@ class ScriptedDrafter:
         self.reference, self.block_size, self.vocab = reference, block_size, vocab
         self.wrong = wrong or {}
         self.fail_after, self.passes = fail_after, 0
-        self.config = SimpleNamespace(mask_token_id=mask_id, trained=False, recorded_tau=lambda: None)
+        self.config = SimpleNamespace(mask_token_id=mask_id, trained=False)
         self.model = SimpleNamespace(device=torch.device("cpu"), spec=SimpleNamespace(vocab_size=vocab))
 
     def new_cache(self) -> FakeCache:

@@ -89,3 +89,27 @@ def test_next_token_labels_read_the_rows_one_before_same_position(tiny_llama_dir
     assert a.shape == b.shape == (1, 5, 97)
     torch.testing.assert_close(b[:, 1:], a[:, :-1])  # drafted token j+1 under next-token = row j
     assert not torch.allclose(b[:, 0], a[:, 0])
+
+
+def test_prior_tau_prefers_the_acceptance_table_measured_on_the_weights(tiny_llama_dir, tmp_path):
+    """`--budget auto` assumes the tau measured on the shipped weights (acceptance.json), not the
+    validation tau training recorded on other rows; without a table, the recorded one."""
+    from d3d.inference.async_drafting import InlineBackend, SuccessorDrafter
+    from d3d.models.drafter import ACCEPTANCE_FILE
+
+    target = load_decoder(tiny_llama_dir)
+    drafter = Drafter.from_base(tiny_llama_dir, [0], 4, MASK_ID, "fp", target=target)
+    drafter.config.trained, drafter.config.training = True, {"validation_tau": 1.7}
+    drafter.save_pretrained(tmp_path / "d")
+    loaded = Drafter.from_pretrained(tmp_path / "d", target=target)
+    assert loaded.measured_tau is None and loaded.prior_tau() == 1.7
+    (tmp_path / "d" / ACCEPTANCE_FILE).write_text(json.dumps({"tau_sim": 2.35, "calibration": {}}))
+    loaded = Drafter.from_pretrained(tmp_path / "d", target=target)
+    assert loaded.prior_tau() == 2.35 and loaded.config.recorded_tau() == 1.7
+    assert InlineBackend(SuccessorDrafter(loaded)).recorded_tau == 2.35  # what the budget model reads
+    (tmp_path / "d" / ACCEPTANCE_FILE).write_text(json.dumps({"calibration": {}}))  # no overall tau: the recorded one
+    assert Drafter.from_pretrained(tmp_path / "d", target=target).prior_tau() == 1.7
+    for bad in ("{not json", json.dumps({"tau_sim": "2.3"}), json.dumps([2.3]), json.dumps({"tau_sim": 0.5})):
+        (tmp_path / "d" / ACCEPTANCE_FILE).write_text(bad)
+        with pytest.raises(D3DError, match="not an acceptance table"):
+            Drafter.from_pretrained(tmp_path / "d", target=target)
