@@ -5,7 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
-for shard in mix mix_bf16 mix2_bf16 tasks_bf16 tasks2_bf16 tasks3_bf16 tasks4_bf16 tasks5_bf16 tasks6_bf16 tasks7_bf16 tasks8_bf16 tasks9_bf16 tasks10_bf16 self_bf16 self2_bf16 self3_bf16 self4_bf16 self5_bf16 self6_bf16 self7_bf16 self8_bf16 self9_bf16 self10_bf16; do  # the committed shards of the mix, of the task prompts and of the self-instruct chat turns (and their later parts), unpacked where missing
+for archive in data/smollm2/*.npz.xz; do  # every committed shard (its later parts, *.partN.npz.xz, unpack with it), unpacked where missing
+  shard=$(basename "$archive" .npz.xz)
+  case "$shard" in *.part*) continue ;; esac
   if [ ! -f "runs/data/$shard.jsonl" ] && [ -f "data/smollm2/$shard.npz.xz" ]; then
     mkdir -p runs/data
     mapfile -t parts < <(ls data/smollm2/"$shard".part*.npz.xz 2>/dev/null | sort -V)
