@@ -51,9 +51,6 @@ class TargetAsDrafter:
     def __init__(self, target) -> None:
         self.target = target
 
-    def prior_tau(self) -> float | None:
-        return None
-
     def new_cache(self) -> FakeCache:
         return FakeCache()
 
@@ -98,6 +95,10 @@ class ScriptedDrafter:
         self.fail_after, self.passes = fail_after, 0
         self.config = SimpleNamespace(mask_token_id=mask_id, trained=False)
         self.model = SimpleNamespace(device=torch.device("cpu"), spec=SimpleNamespace(vocab_size=vocab))
+
+    def prior_tau(self) -> float | None:
+        """No measured tau: the budget model falls back to its untrained prior."""
+        return None
 
     def new_cache(self) -> FakeCache:
         return FakeCache()
