@@ -59,9 +59,8 @@ from torch import Tensor
 
 from d3d.errors import D3DError
 from d3d.inference.engine import DecodeStats, GenerationConfig
-from d3d.inference.draft_length import ACCEPTANCE_FILE
 from d3d.inference.pipeline import DTYPES, Pipeline, load_target, shipped_drafter_dir
-from d3d.models.drafter import is_drafter_dir
+from d3d.models.drafter import ACCEPTANCE_FILE, is_drafter_dir
 from d3d.models.quantize import WEIGHT_FORMATS
 
 SEPARATOR = "@"

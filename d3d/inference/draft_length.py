@@ -45,8 +45,8 @@ from torch import Tensor
 
 from d3d.errors import D3DError
 from d3d.inference.pass_costs import PassCosts
+from d3d.models.drafter import ACCEPTANCE_FILE
 
-ACCEPTANCE_FILE = "acceptance.json"  # written beside a drafter by `d3d eval-drafter --save`
 GAIN_SMOOTHING = 0.15  # weight of the newest round in the running realised-gain average
 MIN_DRAFTED_ROUNDS = 4  # drafting rounds observed before the first decision to take plain steps
 MAX_SKIP = 32  # longest run of plain steps between two drafting re-checks

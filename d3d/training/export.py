@@ -54,7 +54,8 @@ from d3d.errors import D3DError
 from d3d.models import hub
 from d3d.models.decoder import DecoderModel
 from d3d.models.drafter import (
-    CONFIG_NAME, WEIGHTS_NAME, DrafterConfig, load_drafter_body, read_draft_vocab, read_drafter_config, read_weights,
+    ACCEPTANCE_FILE, CONFIG_NAME, WEIGHTS_NAME, DrafterConfig, load_drafter_body, read_draft_vocab, read_drafter_config,
+    read_weights,
 )
 from d3d.models.weight_storage import check_storage, write_weights
 from d3d.training.objective import load_target_embeddings
@@ -63,7 +64,6 @@ FORMATS = ("vllm", "d3d")  # export formats `d3d export --format` knows
 MASK_FIELD = "pard_token"  # the draft config field vLLM's parallel drafting reads the mask token id from
 EXPORT_KEY = "d3d_export"  # provenance block in the exported config.json (drafter_config.json for --format d3d)
 WEIGHTS_FILE = "model.safetensors"
-ACCEPTANCE_FILE = "acceptance.json"  # `d3d eval-drafter --save`'s table, copied by --format d3d
 MEASURED_BEFORE = "measured_before_conversion"  # block added to a copied acceptance.json whose weights changed
 SIDE_FILES = ("generation_config.json",)  # copied from the target when it has them
 ARCHITECTURES = {  # transformers class per model type the native runtime supports

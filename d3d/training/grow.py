@@ -30,13 +30,12 @@ from torch import Tensor
 from d3d.errors import D3DError
 from d3d.models import hub
 from d3d.models.decoder import load_decoder
-from d3d.models.drafter import CONFIG_NAME, WEIGHTS_NAME, read_drafter_config, read_weights
+from d3d.models.drafter import ACCEPTANCE_FILE, CONFIG_NAME, WEIGHTS_NAME, read_drafter_config, read_weights
 from d3d.models.weight_storage import write_weights
 from d3d.training.export import DTYPES
 from d3d.training.resolve import optional_tokenizer
 
 GROW_KEY = "d3d_grow"  # provenance block in the grown drafter's drafter_config.json
-ACCEPTANCE_NAME = "acceptance.json"  # the drafter's measured acceptance table, carried over unchanged
 ZEROED = ("self_attn.o_proj", "mlp.down_proj")  # the projections that write into the residual stream
 MODEL_CONFIG_KEYS = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads", "vocab_size")
 
@@ -131,6 +130,6 @@ def grow_drafter(drafter: str, add: list[int], out: str, target: str | None = No
     meta[GROW_KEY] = {"drafter": str(source), "layers_before": list(config.layers), "added": new_ids,
                       "target": str(target or config.base_model), "dtype": dtype}
     (dest / CONFIG_NAME).write_text(json.dumps(meta, indent=2) + "\n")
-    if (source / ACCEPTANCE_NAME).is_file():  # same function, same acceptance
-        shutil.copyfile(source / ACCEPTANCE_NAME, dest / ACCEPTANCE_NAME)
+    if (source / ACCEPTANCE_FILE).is_file():  # same function, same acceptance
+        shutil.copyfile(source / ACCEPTANCE_FILE, dest / ACCEPTANCE_FILE)
     return GrowReport(dest, list(config.layers), layers, new_ids, (dest / WEIGHTS_NAME).stat().st_size)

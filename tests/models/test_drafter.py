@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from d3d.errors import D3DError
+from d3d.inference.async_drafting import InlineBackend, SuccessorDrafter
 from d3d.models.decoder import load_decoder
-from d3d.models.drafter import CONFIG_NAME, WEIGHTS_NAME, Drafter
+from d3d.models.drafter import ACCEPTANCE_FILE, CONFIG_NAME, WEIGHTS_NAME, Drafter
 from tests.helpers import MASK_ID
 
 
@@ -94,9 +95,6 @@ def test_next_token_labels_read_the_rows_one_before_same_position(tiny_llama_dir
 def test_prior_tau_prefers_the_acceptance_table_measured_on_the_weights(tiny_llama_dir, tmp_path):
     """`--budget auto` assumes the tau measured on the shipped weights (acceptance.json), not the
     validation tau training recorded on other rows; without a table, the recorded one."""
-    from d3d.inference.async_drafting import InlineBackend, SuccessorDrafter
-    from d3d.models.drafter import ACCEPTANCE_FILE
-
     target = load_decoder(tiny_llama_dir)
     drafter = Drafter.from_base(tiny_llama_dir, [0], 4, MASK_ID, "fp", target=target)
     drafter.config.trained, drafter.config.training = True, {"validation_tau": 1.7}
