@@ -416,10 +416,8 @@ def read_drafter_config(path: str | Path) -> tuple[DrafterConfig, PretrainedConf
     return config, model_config
 
 
-def read_measured_tau(path: str | Path) -> float | None:
-    """tau_sim of the acceptance table beside a drafter (`d3d eval-drafter --save`); None without one
-    (or without its tau_sim); a clear D3DError for a table that is not JSON or a tau that is not >= 1."""
-    file = Path(path) / ACCEPTANCE_FILE
+def read_acceptance_table(file: Path) -> dict | None:
+    """The acceptance table at `file`, None if there is none; a D3DError if it is not a JSON object."""
     if not file.is_file():
         return None
     try:
@@ -427,9 +425,17 @@ def read_measured_tau(path: str | Path) -> float | None:
     except ValueError as err:
         raise D3DError(f"{file} is not an acceptance table ({err})") from None
     if not isinstance(table, dict):
-        raise D3DError(f"{file} is not an acceptance table (a JSON object expected)")
-    tau = table.get("tau_sim")
-    if tau is None:  # a table without an overall tau (written by hand or by an older version)
+        raise D3DError(f"{file} is not an acceptance table (not a JSON object)")
+    return table
+
+
+def read_measured_tau(path: str | Path) -> float | None:
+    """tau_sim of the acceptance table beside a drafter (`d3d eval-drafter --save`); None without one
+    (or without its tau_sim); a clear D3DError for a table that is not JSON or a tau that is not >= 1."""
+    file = Path(path) / ACCEPTANCE_FILE
+    table = read_acceptance_table(file)
+    tau = table.get("tau_sim") if table is not None else None
+    if tau is None:  # no table, or one without an overall tau (written by hand or by an older version)
         return None
     if not isinstance(tau, (int, float)) or isinstance(tau, bool) or not tau >= 1.0:
         raise D3DError(f"{file} is not an acceptance table (tau_sim {tau!r}, expected a number >= 1)")

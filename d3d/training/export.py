@@ -54,8 +54,8 @@ from d3d.errors import D3DError
 from d3d.models import hub
 from d3d.models.decoder import DecoderModel
 from d3d.models.drafter import (
-    ACCEPTANCE_FILE, CONFIG_NAME, WEIGHTS_NAME, DrafterConfig, load_drafter_body, read_draft_vocab, read_drafter_config,
-    read_weights,
+    ACCEPTANCE_FILE, CONFIG_NAME, WEIGHTS_NAME, DrafterConfig, load_drafter_body, read_acceptance_table,
+    read_draft_vocab, read_drafter_config, read_weights,
 )
 from d3d.models.weight_storage import check_storage, write_weights
 from d3d.training.objective import load_target_embeddings
@@ -241,7 +241,7 @@ def export_d3d(cfg: ExportConfig) -> DrafterExportReport:
     if cfg.run_block_size is not None:
         replace(config, run_block_size=cfg.run_block_size).validate()  # one the drafter cannot run: a clear error
         meta["drafter"]["run_block_size"] = cfg.run_block_size
-    table = _read_acceptance(source / ACCEPTANCE_FILE)
+    table = read_acceptance_table(source / ACCEPTANCE_FILE)
     out = _prepare_drafter_out_dir(Path(cfg.out), source)
     state = read_weights(source / WEIGHTS_NAME)
     write_weights(out / WEIGHTS_NAME, state, cfg.storage, DTYPES[cfg.dtype])
@@ -266,19 +266,6 @@ def export_d3d(cfg: ExportConfig) -> DrafterExportReport:
 def weights_equal(a: dict[str, Tensor], b: dict[str, Tensor]) -> bool:
     """Whether two states hold the same tensors value for value, whatever their dtypes."""
     return a.keys() == b.keys() and all(torch.equal(a[k].double(), b[k].double()) for k in a)
-
-
-def _read_acceptance(path: Path) -> dict | None:
-    """The acceptance table at `path`, None if there is none; a D3DError if it is not a JSON object."""
-    if not path.is_file():
-        return None
-    try:
-        table = json.loads(path.read_text())
-    except ValueError as err:
-        raise D3DError(f"{path} is not an acceptance table ({err})") from None
-    if not isinstance(table, dict):
-        raise D3DError(f"{path} is not an acceptance table (not a JSON object)")
-    return table
 
 
 def _prepare_drafter_out_dir(out: Path, drafter: Path) -> Path:
