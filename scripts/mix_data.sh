@@ -8,10 +8,10 @@ PY=.venv/bin/python
 for archive in data/smollm2/*.npz.xz; do  # every committed shard (its later parts, *.partN.npz.xz, unpack with it), unpacked where missing
   shard=$(basename "$archive" .npz.xz)
   case "$shard" in *.part*) continue ;; esac
-  if [ ! -f "runs/data/$shard.jsonl" ] && [ -f "data/smollm2/$shard.npz.xz" ]; then
+  if [ ! -f "runs/data/$shard.jsonl" ]; then
     mkdir -p runs/data
     mapfile -t parts < <(ls data/smollm2/"$shard".part*.npz.xz 2>/dev/null | sort -V)
-    $PY -m d3d.training.data_archive unpack "data/smollm2/$shard.npz.xz" "${parts[@]}" "runs/data/$shard.jsonl"
+    $PY -m d3d.training.data_archive unpack "$archive" "${parts[@]}" "runs/data/$shard.jsonl"
     cp "data/smollm2/$shard.meta.json" "runs/data/$shard.meta.json"
   fi
 done

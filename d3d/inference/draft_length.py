@@ -36,7 +36,6 @@ This module knows nothing about the decode loop; `engine.py` and `async_engine.p
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,7 +44,7 @@ from torch import Tensor
 
 from d3d.errors import D3DError
 from d3d.inference.pass_costs import PassCosts
-from d3d.models.drafter import ACCEPTANCE_FILE
+from d3d.models.drafter import ACCEPTANCE_FILE, read_acceptance_table
 
 GAIN_SMOOTHING = 0.15  # weight of the newest round in the running realised-gain average
 MIN_DRAFTED_ROUNDS = 4  # drafting rounds observed before the first decision to take plain steps
@@ -65,19 +64,20 @@ class Calibration:
     def load(drafter_dir: str | Path | None) -> Calibration:
         """The table saved beside a drafter, or the identity when it has none."""
         path = Path(drafter_dir) / ACCEPTANCE_FILE if drafter_dir else None
-        if path is None or not path.is_file():
+        whole = read_acceptance_table(path) if path is not None else None
+        if whole is None:
             return Calibration()
         try:
-            table = json.loads(path.read_text())["calibration"]
+            table = whole["calibration"]
             edges, accept, count = table["edges"], table["accept"], table.get("count")
-        except (ValueError, KeyError, TypeError) as err:
+        except (KeyError, TypeError) as err:
             raise D3DError(f"{path} is not an acceptance table ({err})") from None
         if len(accept) != len(edges) - 1:
             raise D3DError(f"{path}: {len(edges)} bin edges need {len(edges) - 1} acceptance rates, got {len(accept)}")
         if count is not None:  # an empty bin reads as its own midpoint
             accept = [a if c else (lo + hi) / 2 for a, c, lo, hi in zip(accept, count, edges, edges[1:])]
         return Calibration(tuple(float(e) for e in edges), tuple(float(a) for a in accept),
-                           _position_rates(json.loads(path.read_text()).get("calibration_by_position")), identity=False)
+                           _position_rates(whole.get("calibration_by_position")), identity=False)
 
     def acceptance(self, confidence: Tensor) -> Tensor:
         """Calibrated acceptance [n] for the drafter's confidences [n] at positions 1..n: each
