@@ -10,7 +10,7 @@ acceptance table (docs/runtime.md, "Drafter files").
 
     d3d average --drafter runs/a/drafter --drafter runs/b/drafter --out runs/ab/drafter
 
-writes the weight average of drafters of one architecture (docs/training.md, "Weight averaging").
+writes the weight average of drafters of one architecture (docs/training-runs.md, "Weight averaging").
 
     d3d grow --drafter d3d/drafters/smollm2-135m-instruct --add 2,26 --out runs/grown/drafter
 
