@@ -1,5 +1,5 @@
 """Tests for d3d.training.task_families4 and the `fourth` choice of `--families`, and the checks every
-later task set must pass, one case per set (the third to the seventh).
+later task set must pass, one case per set (the third to the eighth).
 
 A later set adds many names that neither the earlier catalogues nor HumanEval use, its descriptions
 share no 13-word n-gram with a HumanEval prompt, its module imports downward only, and its `--families`
@@ -28,6 +28,7 @@ from d3d.training.task_families4 import fourth_tasks
 from d3d.training.task_families5 import fifth_tasks
 from d3d.training.task_families6 import sixth_tasks
 from d3d.training.task_families7 import seventh_tasks
+from d3d.training.task_families8 import eighth_tasks
 from d3d.training.task_prompts import all_tasks
 from tests.training.task_stubs import K_VALUES, function_name, names_of
 
@@ -53,6 +54,8 @@ LATER_SETS = [
     pytest.param(LaterSet(seventh_tasks, "seventh",
                           (all_tasks, extra_tasks, third_tasks, fourth_tasks, fifth_tasks, sixth_tasks), 10, 100, 150),
                  id="seventh"),
+    pytest.param(LaterSet(eighth_tasks, "eighth", (all_tasks, extra_tasks, third_tasks, fourth_tasks, fifth_tasks,
+                                                   sixth_tasks, seventh_tasks), 11, 100, 150), id="eighth"),
 ]
 
 
