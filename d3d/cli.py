@@ -229,6 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
     vocab.add_argument("--drafter", required=True, help="drafter directory")
     vocab.add_argument("--data", nargs="+", required=True, metavar="PATH", help="d3d data files whose responses are counted")
     vocab.add_argument("--size", type=int, default=8192, help="tokens the drafter may propose")
+    vocab.add_argument("--extend", action="store_true",
+                       help="keep the drafter's drafting vocabulary and add the most frequent tokens it lacks, up to --size")
     vocab.add_argument("--out", required=True, help="directory of the new drafter")
     vocab.add_argument("--target", default=None, help="target whose end-of-sequence ids are always kept (default: embedded)")
     vocab.set_defaults(func=cmd_draft_vocab)
@@ -422,9 +424,11 @@ def cmd_draft_vocab(args: argparse.Namespace) -> int:
     from d3d.training.resolve import target_eos_ids
 
     eos = target_eos_ids(hub.resolve_model_dir(args.target))
-    record = write_draft_vocab(args.drafter, args.out, args.data, args.size, eos)
+    record = write_draft_vocab(args.drafter, args.out, args.data, args.size, eos, extend=args.extend)
+    grown = (f"; grown from {record['extended_from']} tokens covering {record['coverage_before']:.1%}"
+             if "extended_from" in record else "")
     print(f"drafter with a {record['size']}-token drafting vocabulary ({record['coverage']:.1%} of the data's "
-          f"response tokens; {record['distinct_in_data']} distinct in the data): {args.out}")
+          f"response tokens; {record['distinct_in_data']} distinct in the data{grown}): {args.out}")
     return 0
 
 

@@ -12,7 +12,12 @@ holds fewer distinct tokens than asked for, the rest are the lowest ids not seen
 are roughly ordered by merge frequency, so low ids are common tokens). The result is a
 copy of the drafter whose weights file also holds the sorted ids (`draft_vocab_ids`).
 
+With `--extend` the drafter keeps the vocabulary it has (the rows it was trained to propose) and gains
+the most frequent tokens it lacks, up to `--size`: a vocabulary chosen on early data can grow as the
+data does, without dropping a token the drafter already proposes.
+
     d3d draft-vocab --drafter runs/prune/drafter --data data/smollm2/train.jsonl --size 8192 --out shipped/
+    d3d draft-vocab --drafter shipped/ --data runs/data/*.jsonl --size 12288 --extend --out wider/
 """
 
 from __future__ import annotations
@@ -56,21 +61,49 @@ def frequent_tokens(counts: Counter, size: int, always: Sequence[int] = (), voca
     return sorted(chosen | set(always))
 
 
+def extended_tokens(existing: Sequence[int], counts: Counter, size: int, always: Sequence[int] = (),
+                    vocab_size: int = 0) -> list[int]:
+    """`existing` plus the most frequent tokens it lacks (ties: lower id first), up to `size` tokens,
+    filled with the lowest unseen ids below `vocab_size`, plus `always`; sorted."""
+    have = set(existing)
+    if size < len(have):
+        raise D3DError(f"--extend keeps the drafter's {len(have)} tokens, so --size must be at least {len(have)}, got {size}")
+    extra = Counter({t: n for t, n in counts.items() if t not in have})
+    added = frequent_tokens(extra, size - len(have), vocab_size=0) if size > len(have) else []
+    chosen = have | set(added)
+    for token in range(vocab_size):
+        if len(chosen) >= size:
+            break
+        chosen.add(token)
+    return sorted(chosen | set(always))
+
+
 def write_draft_vocab(
-    drafter: str | Path, out: str | Path, data: Sequence[str], size: int, always: Sequence[int] = ()
+    drafter: str | Path, out: str | Path, data: Sequence[str], size: int, always: Sequence[int] = (),
+    extend: bool = False,
 ) -> dict:
-    """Copy `drafter` to `out` with a drafting vocabulary of `size` tokens; returns what was recorded."""
+    """Copy `drafter` to `out` with a drafting vocabulary of `size` tokens (with `extend`, its own
+    vocabulary plus the most frequent tokens it lacks); returns what was recorded."""
     drafter, out = Path(drafter), Path(out)
     config, _ = read_drafter_config(drafter)
     if out.resolve() == drafter.resolve():
         raise D3DError("--out must differ from --drafter (the input drafter is never modified)")
     counts = response_token_counts(data, config.vocab_size)
-    ids = frequent_tokens(counts, size, always, config.vocab_size)
-    covered = sum(counts[t] for t in ids) / sum(counts.values())
     weights, metadata = read_tensors(drafter / WEIGHTS_NAME)  # as stored (int8 storage stays int8)
+    before = weights.get(DRAFT_VOCAB_KEY)
+    if extend and before is None:
+        raise D3DError(f"--extend needs a drafter with a drafting vocabulary; {drafter} proposes every token already")
+    if extend:
+        ids = extended_tokens(before.tolist(), counts, size, always, config.vocab_size)
+    else:
+        ids = frequent_tokens(counts, size, always, config.vocab_size)
+    covered = sum(counts[t] for t in ids) / sum(counts.values())
     weights[DRAFT_VOCAB_KEY] = torch.tensor(ids, dtype=torch.long)
     meta = json.loads((drafter / CONFIG_NAME).read_text())
     record = {"size": len(ids), "data": list(data), "coverage": round(covered, 4), "distinct_in_data": len(counts)}
+    if extend:
+        record["extended_from"] = int(before.numel())
+        record["coverage_before"] = round(sum(counts[t] for t in before.tolist()) / sum(counts.values()), 4)
     meta["drafter"]["draft_vocab_size"] = len(ids)
     meta["drafter"]["draft_vocab"] = record
     partial = out.parent / f".{out.name}.partial"

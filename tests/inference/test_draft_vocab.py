@@ -11,13 +11,14 @@ import torch
 from safetensors.torch import load_file
 
 from d3d.cli import main
+from d3d.errors import D3DError
 from d3d.inference.drafting import DrafterSource
 from d3d.inference.engine import GenerationConfig, speculative_decode
 from d3d.inference.pipeline import Pipeline, load_target
 from d3d.inference.sampling import SamplingConfig
 from d3d.models.decoder import load_decoder
 from d3d.models.drafter import DRAFT_VOCAB_KEY, WEIGHTS_NAME, Drafter
-from d3d.training.draft_vocab import frequent_tokens
+from d3d.training.draft_vocab import extended_tokens, frequent_tokens
 from tests.helpers import MASK_ID, assert_follows, count_positions, exact_marginals, prompt, small_vocab_target
 from tests.helpers import run_decode as run
 
@@ -132,6 +133,44 @@ def test_frequent_tokens_rank_by_count_then_id():
     counts = Counter({5: 3, 9: 3, 2: 1, 7: 10})
     assert frequent_tokens(counts, 2) == [5, 7] and frequent_tokens(counts, 3, always=[0]) == [0, 5, 7, 9]
     assert frequent_tokens(counts, 6, vocab_size=100) == [0, 1, 2, 5, 7, 9]  # filled with the lowest unseen ids
+
+
+def test_extended_tokens_keep_every_existing_id_and_add_the_most_frequent_missing():
+    counts = Counter({5: 3, 9: 3, 2: 1, 7: 10, 4: 8})
+    assert extended_tokens([1, 7], counts, 4) == [1, 4, 5, 7]  # 7 kept (counted or not), then 4, then 5 by id
+    assert extended_tokens([1, 7], counts, 2, always=[0]) == [0, 1, 7]
+    assert extended_tokens([3], Counter({3: 1}), 3, vocab_size=10) == [0, 1, 3]  # filled with the lowest unseen ids
+    with pytest.raises(D3DError, match="at least 2"):
+        extended_tokens([1, 7], counts, 1)
+
+
+def test_cli_extend_grows_the_vocabulary_and_output_stays_identical(tiny_chat_model_dir, tmp_path, capsys):
+    target = load_target(str(tiny_chat_model_dir), "cpu", torch.float32)
+    src = tmp_path / "drafter"
+    Drafter.from_base(tiny_chat_model_dir, [0, 1], 4, 3, "", target=target.model).save_pretrained(src, torch.bfloat16)
+    data = tmp_path / "data.jsonl"
+    rows = [{"id": str(i), "prompt_ids": [5, 6], "response_ids": [10 + i % 7, 20, 21, 22, 10 + i % 3]} for i in range(20)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ["--data", str(data), "--target", str(tiny_chat_model_dir)]
+    assert main(["draft-vocab", "--drafter", str(src), "--size", "5", "--extend", "--out", str(tmp_path / "x"), *args]) == 2
+    assert "proposes every token already" in capsys.readouterr().err
+    small, wide = tmp_path / "small", tmp_path / "wide"
+    assert main(["draft-vocab", "--drafter", str(src), "--size", "3", "--out", str(small), *args]) == 0
+    before = load_file(str(small / WEIGHTS_NAME))[DRAFT_VOCAB_KEY].tolist()
+    assert main(["draft-vocab", "--drafter", str(small), "--size", "8", "--extend", "--out", str(wide), *args]) == 0
+    assert "grown from" in capsys.readouterr().out
+    after = load_file(str(wide / WEIGHTS_NAME))[DRAFT_VOCAB_KEY].tolist()
+    assert set(before) < set(after) and len(after) >= 8
+    record = json.loads((wide / "drafter_config.json").read_text())["drafter"]["draft_vocab"]
+    assert record["extended_from"] == len(before) and record["coverage"] > record["coverage_before"]
+    assert main(["draft-vocab", "--drafter", str(small), "--size", "2", "--extend", "--out", str(tmp_path / "y"), *args]) == 2
+    pipe = Pipeline(target, str(wide), async_config=None)
+    assert pipe.drafter.drafter.draft_vocab.tolist() == after
+    cfg = GenerationConfig(max_new_tokens=20)
+    ids_in = target.encode_chat("w10 w11 w12 w10 w11")
+    plain, _ = pipe.generate(ids_in, "ar", cfg)
+    assert pipe.generate(ids_in, "sync", cfg)[0] == plain and pipe.generate(ids_in, "async", cfg)[0] == plain
+    pipe.close()
 
 
 def test_cli_writes_a_copy_whose_async_and_sync_output_is_identical(tiny_chat_model_dir, tmp_path, capsys):
