@@ -135,6 +135,18 @@ def test_frequent_tokens_rank_by_count_then_id():
     assert frequent_tokens(counts, 6, vocab_size=100) == [0, 1, 2, 5, 7, 9]  # filled with the lowest unseen ids
 
 
+def drafter_and_data(model_dir, tmp_path):
+    """A float32 target, a 2-layer bfloat16 drafter saved under tmp_path, and 20 data rows whose responses
+    repeat tokens 20-22 in every row and 10-16 less often."""
+    target = load_target(str(model_dir), "cpu", torch.float32)
+    src = tmp_path / "drafter"
+    Drafter.from_base(model_dir, [0, 1], 4, 3, "", target=target.model).save_pretrained(src, torch.bfloat16)
+    data = tmp_path / "data.jsonl"
+    rows = [{"id": str(i), "prompt_ids": [5, 6], "response_ids": [10 + i % 7, 20, 21, 22, 10 + i % 3]} for i in range(20)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return target, src, data
+
+
 def test_extended_tokens_keep_every_existing_id_and_add_the_most_frequent_missing():
     counts = Counter({5: 3, 9: 3, 2: 1, 7: 10, 4: 8})
     assert extended_tokens([1, 7], counts, 4) == [1, 4, 5, 7]  # 7 kept (counted or not), then 4, then 5 by id
@@ -145,12 +157,7 @@ def test_extended_tokens_keep_every_existing_id_and_add_the_most_frequent_missin
 
 
 def test_cli_extend_grows_the_vocabulary_and_output_stays_identical(tiny_chat_model_dir, tmp_path, capsys):
-    target = load_target(str(tiny_chat_model_dir), "cpu", torch.float32)
-    src = tmp_path / "drafter"
-    Drafter.from_base(tiny_chat_model_dir, [0, 1], 4, 3, "", target=target.model).save_pretrained(src, torch.bfloat16)
-    data = tmp_path / "data.jsonl"
-    rows = [{"id": str(i), "prompt_ids": [5, 6], "response_ids": [10 + i % 7, 20, 21, 22, 10 + i % 3]} for i in range(20)]
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    target, src, data = drafter_and_data(tiny_chat_model_dir, tmp_path)
     args = ["--data", str(data), "--target", str(tiny_chat_model_dir)]
     assert main(["draft-vocab", "--drafter", str(src), "--size", "5", "--extend", "--out", str(tmp_path / "x"), *args]) == 2
     assert "proposes every token already" in capsys.readouterr().err
@@ -174,12 +181,7 @@ def test_cli_extend_grows_the_vocabulary_and_output_stays_identical(tiny_chat_mo
 
 
 def test_cli_writes_a_copy_whose_async_and_sync_output_is_identical(tiny_chat_model_dir, tmp_path, capsys):
-    target = load_target(str(tiny_chat_model_dir), "cpu", torch.float32)
-    src = tmp_path / "drafter"
-    Drafter.from_base(tiny_chat_model_dir, [0, 1], 4, 3, "", target=target.model).save_pretrained(src, torch.bfloat16)
-    data = tmp_path / "data.jsonl"
-    rows = [{"id": str(i), "prompt_ids": [5, 6], "response_ids": [10 + i % 7, 20, 21, 22, 10 + i % 3]} for i in range(20)]
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    target, src, data = drafter_and_data(tiny_chat_model_dir, tmp_path)
     out = tmp_path / "small"
     code = main(["draft-vocab", "--drafter", str(src), "--data", str(data), "--size", "5", "--out", str(out),
                  "--target", str(tiny_chat_model_dir)])
