@@ -60,7 +60,7 @@ class StepOutput:
     step: Step
     text: str | None = None  # stdout of the finished step
     failure: dict | None = None  # {"status": exit status or None, "error": text, "log_tail": [lines]}
-    meta: dict = field(default_factory=dict)  # {"finished", "commit", "wall_s", "status"}
+    meta: dict = field(default_factory=dict)  # {"finished", "commit", "machine", "wall_s", "status"}
 
     @property
     def command(self) -> str:
@@ -138,8 +138,10 @@ def read_step(step: Step, folder: Path) -> StepOutput:
     return StepOutput(step, text, failure, meta)
 
 
-def run_step(step: Step, folder: Path, execute: Executor = run_command, commit: str = "unknown") -> StepOutput:
-    """Run the step unless its output exists; record the output, or the failure."""
+def run_step(step: Step, folder: Path, execute: Executor = run_command, commit: str = "unknown",
+             machine: str = "unknown") -> StepOutput:
+    """Run the step unless its output exists; record the output (with the commit and the machine that measured it), or
+    the failure."""
     p = paths(folder, step.name)
     if p["out"].exists():
         return read_step(step, folder)
@@ -156,8 +158,8 @@ def run_step(step: Step, folder: Path, execute: Executor = run_command, commit: 
     if status in step.ok_status:
         p["partial"].replace(p["out"])
         p["failed"].unlink(missing_ok=True)
-        meta = {"finished": datetime.datetime.now().isoformat(timespec="seconds"), "commit": commit, "wall_s": wall,
-                "status": status, "command": step.shown()}
+        meta = {"finished": datetime.datetime.now().isoformat(timespec="seconds"), "commit": commit, "machine": machine,
+                "wall_s": wall, "status": status, "command": step.shown()}
         p["step.json"].write_text(json.dumps(meta) + "\n")
     else:
         tail = p["log"].read_text(errors="replace").splitlines()[-LOG_TAIL_LINES:] if p["log"].exists() else []

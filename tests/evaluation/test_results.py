@@ -18,10 +18,10 @@ import pytest
 from d3d.evaluation import results
 from d3d.evaluation.bench_summary import summarize
 from d3d.evaluation.pass_cost import report as cost_report
-from d3d.evaluation.results import main, make_results
+from d3d.evaluation.results import machine, main, make_results, short_machine
 from d3d.evaluation.results_config import ResultsConfig
 from d3d.evaluation.results_goals import _x
-from d3d.evaluation.results_steps import Step, run_command, run_step
+from d3d.evaluation.results_steps import Step, read_step, run_command, run_step
 from d3d.evaluation.step_profile import OpTime, StepProfile
 from d3d.serving.loadtest import PhaseResult, report as load_report
 from d3d.serving.soak import Outcome, SoakConfig, SoakReport, print_table
@@ -208,8 +208,10 @@ def test_measured_outputs_are_not_run_again_and_only_runs_some_sections(cfg):
     assert {k.split("/")[0] for k in fake.ran} == {"demo", "cost"}
     text = Path(cfg.page).read_text()
     assert "| [table](#speed-table-humaneval-and-mixed) | 0/2 | not measured yet | - | - |" in text  # the page still shows every section
-    commit = json.loads((Path(cfg.runs_dir) / "demo" / "demo.step.json").read_text())["commit"]
-    assert f"| [demo](#make-demo) | 1/1 | measured | 0 min | {commit} |" in text  # which commit each section measured
+    meta = json.loads((Path(cfg.runs_dir) / "demo" / "demo.step.json").read_text())
+    assert meta["machine"] == machine() and " CPU cores (" in meta["machine"]
+    # which commit and which machine measured each section (the page is rendered later, perhaps elsewhere)
+    assert f"| [demo](#make-demo) | 1/1 | measured | 0 min | {meta['commit']} | {short_machine(meta)} |" in text
     assert "`humaneval` is not measured yet: `python -m d3d.evaluation.results --only table`" in text
     before = Path(cfg.page).read_text()
     fake.ran.clear()
@@ -265,8 +267,10 @@ def test_optional_sections_run_only_when_asked(cfg, tmp_path):
 
 def test_the_real_executor_keeps_stdout_and_the_log(tmp_path):
     step = Step("hello", ["python", "-c", "import sys; print('table'); print('{\"x\": 1}'); print('progress', file=sys.stderr)"])
-    o = run_step(step, tmp_path, run_command, "abc123")
+    o = run_step(step, tmp_path, run_command, "abc123", "2 CPU cores (Some CPU), no GPU, torch 2.0, Linux x86_64")
     assert o.summary == {"x": 1} and o.printed == "table" and o.meta["commit"] == "abc123"
+    assert short_machine(read_step(step, tmp_path).meta) == "2 CPU cores (Some CPU), no GPU"  # kept with the output
+    assert short_machine({}) == "not recorded"
     assert (tmp_path / "hello.log").read_text() == "progress\n"
     bad = run_step(Step("bad", ["python", "-c", "raise SystemExit(4)"]), tmp_path, run_command)
     assert not bad.measured and bad.failure["status"] == 4 and not (tmp_path / "bad.out").exists()
