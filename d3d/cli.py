@@ -24,8 +24,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import fields
 from collections.abc import Callable, Iterable
+from dataclasses import fields
+from pathlib import Path
 
 from d3d.errors import D3DError
 from d3d.evaluation.eval_drafter import add_eval_drafter_parser
@@ -189,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--max-new-tokens", type=int, default=128, help="generation budget per prompt")
     bench.add_argument("--out", default=None, help="results file (JSONL; resumed if it exists)")
     bench.add_argument("--fresh", action="store_true", help="ignore existing results and start over")
+    bench.add_argument("--write-prompts", default=None, metavar="PATH.jsonl",
+                       help="only write the suite's prompts (after --limit) as a prompt file and exit, e.g. for "
+                            "d3d data --eval-only (offline acceptance on exactly what the bench sends)")
     _model_flags(bench)
     _sampling_flags(bench)
     _async_flags(bench)
@@ -364,6 +368,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     modes = tuple(m.strip() for m in args.modes.split(",") if m.strip())
     if args.limit is not None and args.limit < 1:
         raise D3DError(f"--limit must be at least 1, got {args.limit}")
+    if args.write_prompts:
+        from d3d.evaluation.suites import write_suite_prompts
+
+        count = write_suite_prompts(args.suite, args.limit, Path(args.write_prompts))
+        print(f"{count} prompts of suite {args.suite}: {args.write_prompts}")
+        return 0
     # every BenchConfig field is the parsed flag of the same name (the flags are kebab-case spellings
     # of the fields), converted where the command line spells it differently
     given = {f.name: getattr(args, f.name) for f in fields(BenchConfig) if hasattr(args, f.name)}

@@ -18,6 +18,9 @@ module knows nothing about models or tokenizers.
                        blank lines are ignored, anything else malformed is an error naming the line
 
     prompts = load_suite("humaneval", limit=8)
+
+`write_suite_prompts` writes a suite's prompts as a prompt file (`d3d bench --write-prompts`), for `d3d data
+--eval-only`: the target's answers to exactly what the bench sends, read offline by `d3d eval-drafter`.
 """
 
 from __future__ import annotations
@@ -105,3 +108,18 @@ def _check_unique_ids(path: Path, prompts: list[Prompt]) -> None:
         if prompt.id in seen:
             raise D3DError(f"{path}: duplicate prompt id '{prompt.id}'")
         seen.add(prompt.id)
+
+
+def write_suite_prompts(name_or_path: str, limit: int | None, out: Path) -> int:
+    """Write the suite's prompts (first `limit`) to `out` as JSONL `{"id", "prompt"}` lines; how many were written.
+
+    Idempotent: an existing identical file is left as it is; any other existing file is refused, never overwritten."""
+    prompts = load_suite(name_or_path, limit)
+    text = "".join(json.dumps({"id": p.id, "prompt": p.text}) + "\n" for p in prompts)
+    if out.exists():
+        if out.is_file() and out.read_text(encoding="utf-8") == text:
+            return len(prompts)
+        raise D3DError(f"{out} exists and holds something else: choose another --write-prompts path")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+    return len(prompts)

@@ -19,6 +19,10 @@ each with the target and write one row per prompt:
     held out   HumanEval and every `--exclude` prompt: a prompt (or response) overlapping one of
                them, by normalised exact match or a shared 13-word n-gram, is dropped and counted,
                and the finished output is checked again (`check_decontaminated`)
+    eval only  `--eval-only` answers held-out evaluation prompts themselves (say, HumanEval in the
+               bench's wording from `d3d bench --write-prompts`) for offline acceptance: nothing is
+               held out, every row carries `"eval_only": true`, and training refuses such a file
+               (`packing.load_examples`); `d3d eval-drafter` and dev sets read it
     settings   target, tokenizer fingerprint, sampling, budget and seed go to `<stem>.meta.json`
                next to the output; resuming with different settings is refused
 
@@ -109,6 +113,7 @@ class DataConfig:
     device: str | None = None  # cpu, cuda ... (default: cuda if available)
     dtype: str | None = None  # auto, bfloat16, float16, float32 (default: float32 on a CPU, bfloat16 on CUDA)
     top_k_logits: int = 0  # record the target's k likeliest tokens and log-probabilities per response position
+    eval_only: bool = False  # answer held-out evaluation prompts: nothing held out, rows marked, training refuses them
     progress: bool = True  # show progress bars
 
     def validate(self) -> None:
@@ -130,6 +135,9 @@ class DataConfig:
             raise D3DError(f"--skip-answered names the output itself ({self.out}); a rerun resumes it anyway")
         if self.endpoint and not re.match(r"^https?://", self.endpoint):
             raise D3DError(f"--endpoint must be an http(s) URL, got {self.endpoint}")
+        if self.eval_only and (self.exclude or self.self_instruct):
+            raise D3DError("--eval-only answers evaluation prompts as given: it takes --prompts or --dataset, "
+                           "not --exclude or --self-instruct")
 
 
 @dataclass
@@ -150,6 +158,7 @@ class DataReport:
     tokens: int = 0  # response tokens produced by this run, kept or not
     seconds: float = 0.0  # wall clock of answering
     overlaps: int = -1  # output rows overlapping a held-out prompt (checked at the end; want 0)
+    eval_only: bool = False  # --eval-only: nothing was held out; the rows are marked and never train
 
     @property
     def tokens_per_s(self) -> float:
@@ -217,7 +226,9 @@ def build_meta(cfg: DataConfig, target: Target, responses: ResponseSource, sampl
         "sampling": asdict(sampling) | {"greedy": sampling.greedy}, "sampling_origin": origin,
         "max_new_tokens": cfg.max_new_tokens, "seed": cfg.seed, "sources": source_names(cfg),
         "self_instruct": asdict(SelfInstructConfig()) if cfg.self_instruct else None,
-        "decontamination": {"held_out": ["humaneval", *map(str, cfg.exclude)], "ngram_words": NGRAM_WORDS},
+        "decontamination": None if cfg.eval_only else {"held_out": ["humaneval", *map(str, cfg.exclude)],
+                                                       "ngram_words": NGRAM_WORDS},
+        "eval_only": cfg.eval_only,
         "skip_answered": [str(p) for p in cfg.skip_answered],
         "format": cfg.out.suffix.lower().lstrip("."), "created": now, "updated": now,
     }
@@ -278,9 +289,11 @@ def length_sorted_batches(pending: list[PendingPrompt], batch_size: int) -> Iter
 
 
 def screen_rows(
-    batch: list[PendingPrompt], answers: list[Response], held_out: Decontaminator, report: DataReport
+    batch: list[PendingPrompt], answers: list[Response], held_out: Decontaminator, report: DataReport,
+    eval_only: bool = False,
 ) -> list[dict]:
-    """Output rows for the answers worth keeping; short or contaminated ones are counted."""
+    """Output rows for the answers worth keeping; short or contaminated ones are counted. `eval_only` marks
+    each row so that training refuses it."""
     rows = []
     for pending, answer in zip(batch, answers):
         if len(answer.ids) < MIN_RESPONSE_TOKENS:
@@ -293,7 +306,7 @@ def screen_rows(
                    "response": answer.text, "response_ids": answer.ids, "finish_reason": answer.finish_reason}
             if answer.topk_ids is not None:
                 row |= {"topk_ids": answer.topk_ids, "topk_logprobs": answer.topk_logprobs}
-            rows.append(row)
+            rows.append(row | ({"eval_only": True} if eval_only else {}))
     return rows
 
 
@@ -316,7 +329,7 @@ def answer_prompts(
     try:
         for index, batch in enumerate(length_sorted_batches(pending, cfg.batch_size)):
             answers = responses.respond(batch)
-            rows = screen_rows(batch, answers, held_out, report)
+            rows = screen_rows(batch, answers, held_out, report, cfg.eval_only)
             writer.append(rows)
             report.written += len(rows)
             report.tokens += sum(len(a.ids) for a in answers)
@@ -336,14 +349,14 @@ def generate_dataset(
 ) -> DataReport:
     """Run `d3d data` (see the module docstring); `target` skips loading, `on_batch` is for tests."""
     cfg.validate()
-    report = DataReport()
+    report = DataReport(eval_only=cfg.eval_only)
     target = target or load_data_target(cfg)
     sampling, origin = resolve_sampling(cfg, target.model_dir)
     responses = make_response_source(cfg, target, sampling)
     writer = DataWriter(cfg.out)
     meta = reconcile_meta(meta_path(cfg.out), build_meta(cfg, target, responses, sampling, origin), bool(writer.done_ids))
     write_json_atomic(meta_path(cfg.out), meta)
-    held_out = Decontaminator(held_out_prompts(cfg.exclude))
+    held_out = Decontaminator([] if cfg.eval_only else held_out_prompts(cfg.exclude))
     records = collect_prompts(cfg, target, held_out, report)
     elsewhere = answered_ids(cfg.skip_answered)
     fresh = [r for r in records if r.id not in elsewhere]
@@ -369,5 +382,6 @@ def format_report(report: DataReport) -> str:
         f"written     {r.written} rows (short responses dropped {r.short}, responses overlapping "
         f"held-out prompts {r.contaminated_responses}); {r.rows} rows in the output",
         f"throughput  {r.tokens} tokens in {r.seconds:.1f} s ({r.tokens_per_s:.1f} tokens/s)",
-        f"check       {r.overlaps} overlaps with held-out prompts",
+        "check       off (--eval-only: nothing held out; the rows are marked eval_only and never train)"
+        if r.eval_only else f"check       {r.overlaps} overlaps with held-out prompts",
     ])

@@ -5,6 +5,8 @@ runs), so `d3d --help` stays fast. The defaults here match `DataConfig`'s (a tes
 
     d3d data --out data/train.jsonl --prompts mine.jsonl --self-instruct 200 --max-new-tokens 256
     d3d data --rescore data/train.jsonl --out data/train_top8.jsonl --top-k-logits 8   # top-k for old rows
+    d3d bench --suite humaneval --write-prompts runs/he_prompts.jsonl                    # eval-only rows:
+    d3d data --eval-only --prompts runs/he_prompts.jsonl --out runs/eval_he.jsonl --greedy --max-new-tokens 128
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ def add_data_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top-k-logits", type=int, default=0, metavar="K",
                    help="also record the target's K likeliest tokens and log-probabilities per response position "
                         "(for distillation); 0 = off")
+    p.add_argument("--eval-only", action="store_true",
+                   help="answer held-out evaluation prompts themselves (e.g. from d3d bench --write-prompts) for "
+                        "d3d eval-drafter: nothing is held out, every row is marked eval_only, training refuses the file")
     p.add_argument("--rescore", default=None, metavar="PATH",
                    help="instead of generating: add the target's top-K (--top-k-logits K) to the rows of this "
                         "d3d data output (written without it) by one teacher-forced pass per row, into --out")
@@ -64,7 +69,8 @@ def cmd_rescore(args: argparse.Namespace) -> int:
     from d3d.training.rescore import RescoreConfig, format_report, rescore
 
     given = [flag for flag, value in (("--prompts", args.prompts), ("--dataset", args.dataset),
-                                      ("--self-instruct", args.self_instruct), ("--endpoint", args.endpoint)) if value]
+                                      ("--self-instruct", args.self_instruct), ("--endpoint", args.endpoint),
+                                      ("--eval-only", args.eval_only)) if value]
     if given:
         raise D3DError(f"--rescore reads its rows from a file: it cannot be combined with {', '.join(given)}")
     cfg = RescoreConfig(source=Path(args.rescore), out=Path(args.out), top_k=args.top_k_logits, target=args.target,
@@ -87,7 +93,7 @@ def cmd_data(args: argparse.Namespace) -> int:
         batch_size=args.batch_size, greedy=args.greedy, temperature=args.temperature, top_p=args.top_p,
         seed=args.seed, limit=args.limit, exclude=tuple(Path(p) for p in args.exclude), device=args.device,
         skip_answered=tuple(Path(p) for p in args.skip_answered),
-        dtype=args.dtype, top_k_logits=args.top_k_logits,
+        dtype=args.dtype, top_k_logits=args.top_k_logits, eval_only=args.eval_only,
     )
     report = generate_dataset(cfg)
     print(format_report(report))

@@ -136,6 +136,9 @@ def reconcile_meta(path: Path, meta: dict, has_rows: bool) -> dict:
     if not (has_rows and path.is_file()):
         return meta
     old = json.loads(path.read_text())
+    if bool(old.get("eval_only")) != bool(meta.get("eval_only")):  # older metas lack the key: not eval-only
+        raise D3DError(f"the output was made {'with' if old.get('eval_only') else 'without'} --eval-only; "
+                       f"the same flag must resume it (use another --out for the other kind)")
     for key in SETTINGS_KEYS:
         if old.get(key) != meta.get(key):
             raise D3DError(

@@ -37,6 +37,10 @@ padded (`valid` marks real rows), missing blocks are all-mask blocks without lab
 of example i in epoch e come from a generator seeded with (seed, e, i), so a batch is a pure
 function of (seed, epoch, position): resuming needs only the epoch and the batch count.
 
+Eval-only rows (`d3d data --eval-only`: answers to held-out evaluation prompts, each marked
+`"eval_only": true`) are refused unless the caller reads them for evaluation (`eval_only_ok`):
+training, pruning's distillation data and the drafting vocabulary never see them.
+
 This module knows nothing about models, losses or optimisers; it reads files, counts what it
 drops, and builds index tensors.
 
@@ -149,24 +153,29 @@ def read_meta(files: Sequence[Path]) -> list[dict]:
 
 
 def load_examples(
-    paths: Sequence[str | Path], vocab_size: int, max_length: int, num_anchors: int = 1
+    paths: Sequence[str | Path], vocab_size: int, max_length: int, num_anchors: int = 1, eval_only_ok: bool = False
 ) -> tuple[list[Example], DataReport]:
-    """Examples from every file, with a report of what was dropped. Bad files raise D3DError."""
+    """Examples from every file, with a report of what was dropped. Bad files raise D3DError, and so does a
+    file holding eval-only rows unless `eval_only_ok` (the caller evaluates with them, never trains)."""
     report = DataReport()
     examples: list[Example] = []
     for file in data_files(paths):
         report.files += 1
-        found = _examples_from_file(file, vocab_size, max_length, num_anchors, report)
+        found = _examples_from_file(file, vocab_size, max_length, num_anchors, report, eval_only_ok)
         examples.extend(found)
     return examples, report
 
 
 def _examples_from_file(
-    file: Path, vocab_size: int, max_length: int, num_anchors: int, report: DataReport
+    file: Path, vocab_size: int, max_length: int, num_anchors: int, report: DataReport, eval_only_ok: bool = False
 ) -> list[Example]:
     rows = list(_read_rows(file))
     if not rows:
         raise D3DError(f"data file {file} is empty")
+    if not eval_only_ok and any(row is not None and row.get("eval_only") is True for row in rows):
+        raise D3DError(f"data file {file} holds eval-only rows (`d3d data --eval-only`: answers to held-out "
+                       f"evaluation prompts); it can evaluate a drafter (d3d eval-drafter, a dev set) but never "
+                       f"train one")
     report.rows += len(rows)
     examples, malformed = [], 0
     for row in rows:

@@ -204,7 +204,7 @@ class Pruner:
         missing = [p for p in paths if not Path(p).exists()]
         if missing:
             raise D3DError(f"{name} dev data not found: {', '.join(missing)}")
-        rows, report = load_examples(list(paths), self.facts.vocab_size, self.train_cfg.max_length, 1)
+        rows, report = load_examples(list(paths), self.facts.vocab_size, self.train_cfg.max_length, 1, eval_only_ok=True)
         if not rows:
             raise D3DError(f"the {name} dev set holds no usable rows ({report.summary()})")
         return rows[: self.cfg.eval_prompts]

@@ -161,7 +161,8 @@ def load_data(
     train, report = load_examples(cfg.data, facts.vocab_size, cfg.max_length, cfg.num_anchors)
     say(f"training data: {report.summary()}")
     if cfg.dev_data:
-        dev, dev_report = load_examples(cfg.dev_data, facts.vocab_size, cfg.max_length, cfg.num_anchors)
+        dev, dev_report = load_examples(cfg.dev_data, facts.vocab_size, cfg.max_length, cfg.num_anchors,
+                                        eval_only_ok=True)
         say(f"dev data: {dev_report.summary()}")
     else:
         held = cfg.eval_prompts if cfg.eval_every > 0 and len(train) > cfg.eval_prompts else 0

@@ -565,5 +565,5 @@ def test_cli_defaults_match_the_config():
     cfg = DataConfig(out=Path("x.jsonl"))
     for name in ("split", "column", "self_instruct", "max_new_tokens", "batch_size", "greedy", "seed", "limit",
                  "temperature", "top_p", "endpoint", "endpoint_model", "target", "dataset", "device", "dtype",
-                 "top_k_logits"):
+                 "top_k_logits", "eval_only"):
         assert getattr(args, name) == getattr(cfg, name), name
