@@ -274,7 +274,9 @@ def format_stats(stats) -> str:
     ]
     if getattr(stats, "draft_lengths", None):
         ks = " ".join(f"{k}:{n}" for k, n in stats.draft_lengths.items())
-        lines.append(f"rows verified per round (k; 1 = plain step) {ks}")
+        skipped = getattr(stats, "skipped_rounds", 0)
+        lines.append(f"rows verified per round (k; 1 = plain step) {ks}"
+                     + (f" | {skipped} plain steps skipped drafting (back-off)" if skipped else ""))
     if hasattr(stats, "wins"):  # tree decoding
         wins = " ".join(f"{k}:{n}" for k, n in sorted(stats.wins.items()))
         nodes = " ".join(f"{k}:{n}" for k, n in stats.nodes_hist.items())

@@ -327,7 +327,8 @@ def run_record(tokens: list[int], stats: DecodeStats) -> dict:
         "new_tokens": stats.new_tokens, "total_s": stats.total_s, "prefill_s": stats.prefill_s,
         "rounds": stats.rounds, "round_tokens": stats.round_tokens, "tau": stats.tau,
         "draft_s": stats.draft_s, "verify_s": stats.verify_s, "stop_reason": stats.stop_reason,
-        "draft_lengths": getattr(stats, "draft_lengths", {}), "tokens": tokens,
+        "draft_lengths": getattr(stats, "draft_lengths", {}), "skipped_rounds": getattr(stats, "skipped_rounds", 0),
+        "policy_draft_s": getattr(stats, "policy_draft_s", 0.0), "tokens": tokens,
         "passes": stats.passes, "target_capacity": stats.target_capacity,  # the replay log (`agreement.py`)
         "target_threads": stats.target_threads,
     } | async_record(stats) | prefill_record(stats) | tree_record(stats)

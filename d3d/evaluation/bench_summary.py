@@ -57,6 +57,10 @@ def summarize(rows: list[dict], modes: tuple[str, ...], greedy: bool, drafter: s
             summary[mode]["drafter"] = described
         if any(r.get("draft_lengths") for r in records):
             summary[mode]["draft_lengths"] = _merged_counts([r.get("draft_lengths") or {} for r in records])
+            summary[mode]["skipped_rounds"] = sum(r.get("skipped_rounds", 0) for r in records)  # of draft_lengths["1"]
+            priced = [r["policy_draft_s"] for r in records if r.get("policy_draft_s")]  # one value per pipeline
+            if priced:
+                summary[mode]["policy_td_ms"] = _rounded(1e3 * max(priced))
         if wants_prefill_summary(rows, modes):
             summary[mode] |= prefill_summary(records, ar_records)
     for mode in summary:

@@ -127,6 +127,7 @@ class DraftLengthPolicy:
     skip_left: int = 0  # plain steps still to take before drafting again
     backoff: int = 1  # length of the next run of plain steps if drafting loses again
     histogram: dict[int, int] = field(default_factory=dict)  # m -> rounds that verified m drafted tokens
+    skipped: int = 0  # plain steps taken without drafting because drafting had lost lately (in histogram[0] too)
 
     def should_draft(self) -> bool:
         """False while the policy is taking plain steps (one call per round)."""
@@ -137,6 +138,7 @@ class DraftLengthPolicy:
             return True
         if self.skip_left > 0:
             self.skip_left -= 1
+            self.skipped += 1
             self.histogram[0] = self.histogram.get(0, 0) + 1
             return False
         return True

@@ -71,6 +71,9 @@ class DecodeStats:
     stop_reason: str | None = None  # "eos", "stop_string", "max_new_tokens" or "context"
     block_size_override: str | None = None  # set when --block-size changed a trained drafter's B (pipeline)
     draft_lengths: dict[str, int] = field(default_factory=dict)  # drafted tokens verified per round -> rounds (0 = plain step)
+    skipped_rounds: int = 0  # of the plain steps: those taken without drafting (the policy's back-off); the rest drafted
+    # and verified none of it
+    policy_draft_s: float = 0.0  # the t_d the verification-length policy priced drafting at (measured once per pipeline)
     passes: list[tuple[int, int]] = field(default_factory=list)  # (start position, rows) of each target pass after the prefill
     target_capacity: int = 0  # columns of the target's cache (a fixed key span's length); with `passes`, a replayable log
     target_threads: int = 0  # torch threads of the target's passes (a CPU pass may round differently on another count)
@@ -107,7 +110,8 @@ class DecodeStats:
             "mean_verify_s": round(self.mean_verify_s, 5), "total_s": round(self.total_s, 4),
             "tokens_per_s": round(self.new_tokens / self.total_s, 3) if self.total_s else 0.0,
             "stop_reason": self.stop_reason, "block_size_override": self.block_size_override,
-            "draft_lengths": self.draft_lengths,
+            "draft_lengths": self.draft_lengths, "skipped_rounds": self.skipped_rounds,
+            "policy_draft_s": round(self.policy_draft_s, 5),
         }
 
 
@@ -262,4 +266,4 @@ def speculative_decode(
     stats.stop_reason = stop.reason
     stats.total_s = now(dev) - start.t0
     if policy is not None:
-        stats.draft_lengths = policy.summary()
+        stats.draft_lengths, stats.skipped_rounds, stats.policy_draft_s = policy.summary(), policy.skipped, policy.draft_s

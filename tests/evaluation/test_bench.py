@@ -145,6 +145,14 @@ def test_summary_ratios():
     assert s["sync"]["mean_verify_ms"] == 20.0 and s["sync"]["drafter"] == "d" and "drafter" not in s["ar"]
 
 
+def test_summary_counts_skipped_rounds_and_the_priced_t_d():
+    sync = [_record(1.0, [1, 2], 1, 2) | {"draft_lengths": {"1": 5, "4": 2}, "skipped_rounds": 3, "policy_draft_s": 0.009},
+            _record(1.0, [3, 4], 1, 2) | {"draft_lengths": {"1": 2}, "skipped_rounds": 1, "policy_draft_s": 0.009}]
+    rows = [{"results": {"ar": _record(2.0, t["tokens"], 2, 2), "sync": t}} for t in sync]
+    s = summarize(rows, ("ar", "sync"), greedy=True, drafter="d")["sync"]
+    assert s["draft_lengths"] == {"1": 7, "4": 2} and s["skipped_rounds"] == 4 and s["policy_td_ms"] == 9.0
+
+
 # --- suites ----------------------------------------------------------------------------------
 
 

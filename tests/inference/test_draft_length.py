@@ -80,6 +80,7 @@ def test_losing_drafter_backs_off_to_plain_steps_and_a_winning_one_never_does():
         m = losing.choose(torch.full((15,), 0.5), 15)
         losing.observe(m, 1)  # nothing accepted, ever
     assert plain > 150 and losing.backoff == 8
+    assert losing.skipped == plain and losing.summary()["1"] >= plain  # skipped steps are counted apart too
     winning = DraftLengthPolicy(CPU_LIKE, draft_s=0.3, max_skip=8)
     for _ in range(50):
         assert winning.should_draft()
@@ -101,6 +102,18 @@ def test_greedy_identical_with_any_verification_length(tiny_llama_dir, draft_len
         assert got == want
         if draft_length == 1:  # never speculates (the last round, with one token left, asks no policy)
             assert list(stats.draft_lengths) == ["1"] and stats.tau == 1.0
+
+
+def test_useless_drafter_skips_drafting_and_the_stats_say_how_often(tiny_llama_dir):
+    target = load_decoder(tiny_llama_dir)
+    p = prompt(2)
+    want, _ = run(autoregressive_decode, target, p, max_new=48)
+    policy = DraftLengthPolicy(CPU_LIKE, draft_s=0.3)  # a costly drafting pass proposing random tokens
+    got, stats = run(speculative_decode, target, RandomSource(target.spec.vocab_size, 8, seed=4, greedy=True), p,
+                     max_new=48, policy=policy)
+    assert got == want
+    assert 0 < stats.skipped_rounds == policy.skipped <= stats.draft_lengths["1"]
+    assert stats.as_dict()["skipped_rounds"] == stats.skipped_rounds and stats.policy_draft_s == 0.3
 
 
 def test_oracle_drafter_is_verified_in_full(tiny_llama_dir):
