@@ -174,8 +174,8 @@ def _examples_from_file(
         raise D3DError(f"data file {file} is empty")
     if not eval_only_ok and any(row is not None and row.get("eval_only") is True for row in rows):
         raise D3DError(f"data file {file} holds eval-only rows (`d3d data --eval-only`: answers to held-out "
-                       f"evaluation prompts); it can evaluate a drafter (d3d eval-drafter, a dev set) but never "
-                       f"train one")
+                       f"evaluation prompts); it can evaluate a drafter (d3d eval-drafter without --save, a dev "
+                       f"set) but never train or calibrate one")
     report.rows += len(rows)
     examples, malformed = [], 0
     for row in rows:

@@ -11,6 +11,8 @@ import pytest
 from d3d.cli import main
 from d3d.errors import D3DError
 from d3d.evaluation.suites import load_suite
+from d3d.models.decoder import load_decoder
+from d3d.models.drafter import Drafter
 from d3d.training.data import DataConfig
 from d3d.training.data_journal import meta_path, read_rows
 from d3d.training.draft_vocab import response_token_counts
@@ -78,6 +80,18 @@ def test_training_paths_refuse_eval_only_rows_and_evaluation_reads_them(eval_row
         response_token_counts([str(eval_rows)], VOCAB)  # the drafting vocabulary is counted on training data
     examples, report = load_examples([eval_rows], VOCAB, max_length=64, eval_only_ok=True)
     assert report.kept == len(examples) == 3
+
+
+def test_eval_drafter_reads_eval_only_rows_but_will_not_calibrate_on_them(eval_rows, tmp_path, capsys,
+                                                                         tiny_chat_model_dir):
+    target = load_decoder(tiny_chat_model_dir)
+    drafter_dir = tmp_path / "drafter"
+    Drafter.from_base(tiny_chat_model_dir, [0, 1], 4, 96, "", target=target).save_pretrained(drafter_dir)
+    argv = ["eval-drafter", "--target", str(tiny_chat_model_dir), "--drafter", str(drafter_dir), "--data", str(eval_rows)]
+    assert main(argv) == 0 and json.loads(capsys.readouterr().out.strip().splitlines()[-1])["rows"] == 3
+    assert main(argv + ["--save"]) == 2
+    assert "never train or calibrate one" in capsys.readouterr().err
+    assert not (drafter_dir / "acceptance.json").exists()
 
 
 def test_one_marked_row_is_enough_to_refuse_a_file(eval_rows, tmp_path):
