@@ -59,7 +59,8 @@ def cmd_eval_drafter(args: argparse.Namespace) -> int:
     rows, files, summaries = [], [], []
     for path in args.data:  # one file at a time, so that each row keeps its file (several: a result per file too)
         # eval-only rows (a benchmark's own prompts) may be read, never turned into the shipped calibration table
-        examples, report = load_examples([path], model.spec.vocab_size, max_length=1 << 30, eval_only_ok=not args.save)
+        examples, report = load_examples([path], model.spec.vocab_size, max_length=1 << 30,
+                                         eval_only_ok=not args.save)
         rows += [(e.prompt_ids.tolist(), e.response_ids.tolist()) for e in examples]
         files += [path] * len(examples)
         summaries.append(report.summary())

@@ -87,7 +87,8 @@ def test_eval_drafter_reads_eval_only_rows_but_will_not_calibrate_on_them(eval_r
     target = load_decoder(tiny_chat_model_dir)
     drafter_dir = tmp_path / "drafter"
     Drafter.from_base(tiny_chat_model_dir, [0, 1], 4, 96, "", target=target).save_pretrained(drafter_dir)
-    argv = ["eval-drafter", "--target", str(tiny_chat_model_dir), "--drafter", str(drafter_dir), "--data", str(eval_rows)]
+    argv = ["eval-drafter", "--target", str(tiny_chat_model_dir), "--drafter", str(drafter_dir),
+            "--data", str(eval_rows)]
     assert main(argv) == 0 and json.loads(capsys.readouterr().out.strip().splitlines()[-1])["rows"] == 3
     assert main(argv + ["--save"]) == 2
     assert "never train or calibrate one" in capsys.readouterr().err
