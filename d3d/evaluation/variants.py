@@ -15,11 +15,16 @@
                          on the run's target (`ddense`: dense ones, e.g. beside an int8 target)
     sync@new+dint8  sync@dint8+b8   ... with another drafter, or drafting blocks of 8
 
+    sync@skip0  sync@new+skip0      D3D decoding whose draft-length back-off takes at most N plain steps in
+                         a row while drafting loses (`skipN`; skip0: it drafts every round; the default is
+                         `draft_length.MAX_SKIP`); sync only, on the run's target
+
 A variant names a dtype (`bfloat16`, `float16`, `float32`), a weight format (`dense`, `int8`), a
 block size (`bN`: the drafter runs blocks of N rows, anchor included, as `--block-size N` does),
 a drafter weight format (`dint8`, `ddense`: the drafter's runtime weights, as `--drafter-weights`
 sets them for a run), a drafter variant (a NAME registered with `--drafter-variant NAME=DIR`:
-letters, digits, `-` and `_`, never one of the other names, `bN` or `keep...`), or several joined
+letters, digits, `-` and `_`, never one of the other names, `bN`, `skipN` or `keep...`), a back-off
+limit (`skipN`, sync only), or several joined
 by "+"; what it does not name is the run's. A drafter variant or drafter weight format changes
 only the drafting and runs on the run's target, so it joins only a block size and each other
 (`sync@new+b8`, `sync@new+dint8`), never a dtype or weight format. Each variant loads its own
@@ -69,7 +74,7 @@ CROSS_TARGET_MODES = ("llamacpp",)  # compared with the run's ar as agreement on
 DRAFTER_NAME = re.compile(r"[A-Za-z0-9_-]+")  # a drafter variant's NAME
 DRAFTER_WEIGHT_TOKENS = {f"d{w}": w for w in WEIGHT_FORMATS}  # "dint8" -> "int8": the drafter's runtime weights
 RESERVED_NAME = re.compile(  # what a drafter variant's NAME may not be
-    r"b\d+|keep.*|" + "|".join(map(re.escape, (*DTYPES, *WEIGHT_FORMATS, *DRAFTER_WEIGHT_TOKENS))), re.IGNORECASE)
+    r"b\d+|skip\d+|keep.*|" + "|".join(map(re.escape, (*DTYPES, *WEIGHT_FORMATS, *DRAFTER_WEIGHT_TOKENS))), re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,7 @@ class Variant:
     block_size: int | None = None  # the drafter's block size B (bN)
     drafter: str | None = None  # a drafter variant's NAME (its directory: `--drafter-variant NAME=DIR`)
     drafter_weights: str | None = None  # the drafter's runtime weight format, a WEIGHT_FORMATS name (dint8, ddense)
+    max_skip: int | None = None  # the draft-length back-off's longest run of plain steps (skipN; sync only)
 
     @property
     def same_target(self) -> bool:
@@ -116,6 +122,9 @@ def _setting(part: str) -> tuple[str, object] | None:
     block = re.fullmatch(r"b(\d+)", part)
     if block and int(block.group(1)) >= 2:
         return "block_size", int(block.group(1))
+    skip = re.fullmatch(r"skip(\d+)", part)
+    if skip:
+        return "max_skip", int(skip.group(1))
     if DRAFTER_NAME.fullmatch(part) and not RESERVED_NAME.fullmatch(part):
         return "drafter", part
     return None
@@ -127,6 +136,8 @@ def split_variant(mode: str) -> tuple[str, str | None]:
     again, or plain decoding with a drafter)."""
     base, _, suffix = mode.partition(SEPARATOR)
     variant = parse_variant(suffix) if base in VARIANT_BASES and suffix else None
+    if variant is not None and variant.max_skip is not None and base != "sync":  # only sync's policy backs off
+        return mode, None
     if variant is not None and not (base == "ar" and (variant.same_target or variant.changes_drafter)):
         return base, suffix
     return mode, None
@@ -283,6 +294,7 @@ def _load_variant(pipe: Pipeline, variant: str) -> Pipeline:
     other = Pipeline(target, _drafter_spec(pipe, v.drafter), block_size, copy.copy(pipe.async_config),
                      pipe.ar_drafter_spec, pipe.ar_draft_tokens, v.drafter_weights or pipe.drafter_weights)
     other.draft_length = pipe.draft_length
+    other.max_skip = pipe.max_skip if v.max_skip is None else v.max_skip
     other.tree_branches = pipe.tree_branches
     return other
 

@@ -30,7 +30,7 @@ from d3d.errors import D3DError
 from d3d.inference.ar_drafting import DEFAULT_AR_DRAFT_TOKENS, ArDrafterSource
 from d3d.inference.async_engine import AsyncConfig, AsyncRunner, new_stats
 from d3d.inference.baselines import ar_drafter_hf_model, hf_generate
-from d3d.inference.draft_length import Calibration, DraftLengthPolicy
+from d3d.inference.draft_length import MAX_SKIP, Calibration, DraftLengthPolicy
 from d3d.inference.drafting import DrafterSource
 from d3d.inference.pass_costs import PassCosts, drafter_pass_seconds, machine_pass_costs
 from d3d.inference.engine import (
@@ -321,6 +321,7 @@ class Pipeline:
         self.prefill_select = DEFAULT_SELECTOR  # selective prefill: how chunks are scored (selectors.py)
         self.prefill_layers = DEFAULT_PROBE_LAYERS  # selective prefill: the target-layers selector's layers
         self.draft_length: int | None = None  # rows verified per round (None: chosen per round, `draft_length.py`)
+        self.max_skip = MAX_SKIP  # sync: the back-off's longest run of plain steps while drafting loses (0: never)
         self.tree_branches: tuple[str, ...] = TreeConfig().branches  # mode tree: candidate sources (--tree-branches)
 
     @classmethod
@@ -353,7 +354,8 @@ class Pipeline:
         """A fresh per-generation policy: fixed rows when `draft_length` is set, else adaptive."""
         if self.draft_length is not None:
             return DraftLengthPolicy(PassCosts({1: 1.0}), fixed=self.draft_length - 1)
-        return DraftLengthPolicy(self.pass_costs, Calibration.load(self.drafter.path), draft_s=self.drafter_pass_s)
+        return DraftLengthPolicy(self.pass_costs, Calibration.load(self.drafter.path), draft_s=self.drafter_pass_s,
+                                 max_skip=self.max_skip)
 
     @cached_property
     def ar_drafter(self) -> DrafterChoice:

@@ -108,3 +108,23 @@ def test_block_size_variant_drafts_shorter_blocks_with_the_run_target(tiny_chat_
     assert split_variant("sync@b1") == ("sync@b1", None) and split_variant("sync@b3+b4") == ("sync@b3+b4", None)
     widest = {m: max(rows_ for r in rows for _, rows_ in r["results"][m]["passes"]) for m in ("sync", "sync@b3")}
     assert widest == {"sync": 5, "sync@b3": 3}  # anchor + B-1 drafted tokens per verification
+
+
+def test_back_off_variant_drafts_every_round_beside_the_default(tiny_chat_model_dir, tmp_path):
+    """sync@skip0 beside sync, an untrained drafter, the adaptive verification length: sync's back-off takes
+    plain steps while drafting loses, sync@skip0 never does; both equal the run's ar."""
+    suite = tmp_path / "prompts.jsonl"
+    prompts = ["w10 w11 w12 w10 w11 w12", "w40 w9 w40 w9"]
+    suite.write_text("".join(json.dumps({"id": f"p{i}", "prompt": p}) + "\n" for i, p in enumerate(prompts)))
+    cfg = BenchConfig(suite=str(suite), target=str(tiny_chat_model_dir), max_new_tokens=40, device="cpu",
+                      dtype="float32", modes=("sync", "sync@skip0"), block_size=5, drafter="untrained",
+                      out=str(tmp_path / "r.jsonl"))
+    summary = run_bench(cfg, io.StringIO())
+    assert list(summary) == ["ar", "sync", "sync@skip0"]
+    for mode in ("sync", "sync@skip0"):
+        assert summary[mode]["identical"] is True and summary[mode]["divergences"] == 0, mode
+    assert summary["sync"]["skipped_rounds"] > 0 and summary["sync@skip0"]["skipped_rounds"] == 0
+    assert reference_of("sync@skip0") == "ar" and split_variant("sync@new+skip0") == ("sync", "new+skip0")
+    for not_one in ("ar@skip0", "tree@skip0", "async@skip0", "sync@skip0+skip2"):
+        assert split_variant(not_one) == (not_one, None), not_one
+
