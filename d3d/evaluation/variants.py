@@ -74,7 +74,8 @@ CROSS_TARGET_MODES = ("llamacpp",)  # compared with the run's ar as agreement on
 DRAFTER_NAME = re.compile(r"[A-Za-z0-9_-]+")  # a drafter variant's NAME
 DRAFTER_WEIGHT_TOKENS = {f"d{w}": w for w in WEIGHT_FORMATS}  # "dint8" -> "int8": the drafter's runtime weights
 RESERVED_NAME = re.compile(  # what a drafter variant's NAME may not be
-    r"b\d+|skip\d+|keep.*|" + "|".join(map(re.escape, (*DTYPES, *WEIGHT_FORMATS, *DRAFTER_WEIGHT_TOKENS))), re.IGNORECASE)
+    r"b\d+|skip\d+|keep.*|" + "|".join(map(re.escape, (*DTYPES, *WEIGHT_FORMATS, *DRAFTER_WEIGHT_TOKENS))),
+    re.IGNORECASE)
 
 
 @dataclass(frozen=True)
