@@ -127,4 +127,3 @@ def test_back_off_variant_drafts_every_round_beside_the_default(tiny_chat_model_
     assert reference_of("sync@skip0") == "ar" and split_variant("sync@new+skip0") == ("sync", "new+skip0")
     for not_one in ("ar@skip0", "tree@skip0", "async@skip0", "sync@skip0+skip2"):
         assert split_variant(not_one) == (not_one, None), not_one
-
