@@ -350,11 +350,16 @@ class Pipeline:
         """t_d: one synchronous drafting pass of this pipeline's drafter (measured once)."""
         return drafter_pass_seconds(self.drafter.drafter, self.target.native("speculative decoding"), self.pass_costs)
 
+    @cached_property
+    def calibration(self) -> Calibration:
+        """The drafter's confidence -> acceptance table (`acceptance.json`), read once per pipeline."""
+        return Calibration.load(self.drafter.path)
+
     def draft_length_policy(self) -> DraftLengthPolicy:
         """A fresh per-generation policy: fixed rows when `draft_length` is set, else adaptive."""
         if self.draft_length is not None:
             return DraftLengthPolicy(PassCosts({1: 1.0}), fixed=self.draft_length - 1)
-        return DraftLengthPolicy(self.pass_costs, Calibration.load(self.drafter.path), draft_s=self.drafter_pass_s,
+        return DraftLengthPolicy(self.pass_costs, self.calibration, draft_s=self.drafter_pass_s,
                                  max_skip=self.max_skip)
 
     @cached_property
@@ -427,7 +432,7 @@ class Pipeline:
             return TreePlanner(PassCosts({1: 1.0}), fixed=self.draft_length - 1)
         if not uses_drafter:
             return TreePlanner(self.pass_costs)
-        return TreePlanner(self.pass_costs, Calibration.load(self.drafter.path), draft_s=self.drafter_pass_s)
+        return TreePlanner(self.pass_costs, self.calibration, draft_s=self.drafter_pass_s)
 
     def _tree(self, prompt_ids: Tensor, cfg: GenerationConfig, stop: StopChecker, stats: DecodeStats) -> Iterator[list[int]]:
         """Tree decoding (`tree_engine.py`) with this pipeline's branches; stats: a `TreeStats`."""
