@@ -96,3 +96,19 @@ def test_a_half_dtype_on_a_cpu_without_it_is_warned_about_once(monkeypatch, caps
     monkeypatch.setattr(pipeline, "cpu_has_native_bf16", lambda: True)
     assert not pipeline.warn_slow_cpu_dtype(torch.bfloat16, cpu) and pipeline.default_dtype(cpu) == torch.bfloat16
     assert capsys.readouterr().err == ""
+
+
+def test_the_drafters_calibration_table_is_read_once_per_pipeline(tiny_chat_model_dir, tmp_path, monkeypatch):
+    from d3d.inference.draft_length import Calibration
+
+    target = load_target(str(tiny_chat_model_dir))
+    fingerprint = hub.tokenizer_fingerprint(target.tokenizer)
+    Drafter.from_base(tiny_chat_model_dir, [0], 8, 4, fingerprint, target=target.model).save_pretrained(tmp_path / "d")
+    reads = []
+    load = Calibration.load
+    monkeypatch.setattr(Calibration, "load", staticmethod(lambda path: reads.append(path) or load(path)))
+    pipe = Pipeline(target, str(tmp_path / "d"), block_size=8)
+    ids = target.encode_chat("w9")
+    for mode in ("sync", "sync", "tree"):
+        pipe.generate(ids, mode, GenerationConfig(max_new_tokens=6))
+    assert len(reads) == 1  # not once per generation: acceptance.json is parsed when the pipeline first needs it
