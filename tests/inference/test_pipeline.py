@@ -8,6 +8,7 @@ from transformers import GPT2Config, GPT2LMHeadModel
 
 from d3d.cli import EXIT_BAD_INPUT, main
 from d3d.errors import D3DError
+from d3d.inference.draft_length import Calibration
 from d3d.inference.engine import GenerationConfig
 from d3d.inference.pipeline import Pipeline, load_drafter, load_target
 from d3d.models import hub
@@ -99,8 +100,6 @@ def test_a_half_dtype_on_a_cpu_without_it_is_warned_about_once(monkeypatch, caps
 
 
 def test_the_drafters_calibration_table_is_read_once_per_pipeline(tiny_chat_model_dir, tmp_path, monkeypatch):
-    from d3d.inference.draft_length import Calibration
-
     target = load_target(str(tiny_chat_model_dir))
     fingerprint = hub.tokenizer_fingerprint(target.tokenizer)
     Drafter.from_base(tiny_chat_model_dir, [0], 8, 4, fingerprint, target=target.model).save_pretrained(tmp_path / "d")
