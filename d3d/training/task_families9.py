@@ -73,7 +73,7 @@ def polygonal_formula(sides: int) -> str:
 
 
 def threshold_inputs(r: random.Random, k: int) -> list[bool]:
-    """k - 2 to k + 1 True values (at least none) among up to 3 False ones, shuffled."""
+    """max(0, k - 2) to k + 1 True values among up to 3 False ones, shuffled ([False] if that leaves none)."""
     inputs = [True] * r.randint(max(0, k - 2), k + 1) + [False] * r.randint(0, 3)
     r.shuffle(inputs)
     return inputs or [False]
