@@ -6,11 +6,13 @@ speculative decoding on the real target (budget = the stored response's length) 
 real tau beside the simulated one; they differ only where the target's greedy output in this
 dtype leaves the stored response (rounding near ties). With several `--data` files the numbers are
 pooled and each file's own tau and alpha are reported beside them (`by_data`), so one run gives a
-calibration from every set and the per-set acceptance. `--save` writes `<drafter>/acceptance.json`,
+calibration from every set and the per-set acceptance; `--group-by source` reports each row's `source`
+field instead (`by_source`: the self-instruct chat rows of dev+dev2 apart from its code rows). `--save` writes `<drafter>/acceptance.json`,
 the input of confidence-based verification lengths.
 
     d3d eval-drafter --data data/smollm2/dev.jsonl                 # the shipped drafter
     d3d eval-drafter --drafter runs/x/drafter --data dev.jsonl --limit 10 --compare-real --save
+    d3d eval-drafter --data data/smollm2/dev.jsonl data/smollm2/dev2.jsonl --group-by source   # chat and code halves
 
 It prints a readable table, then one JSON line. It knows nothing of training.
 """
@@ -26,6 +28,7 @@ from d3d.errors import D3DError
 
 ACCEPTANCE_FILE = "acceptance.json"
 DTYPES = ("bfloat16", "float32", "float64")  # torch dtype names accepted by --dtype
+GROUPINGS = ("file", "source")  # --group-by: what `by_data` / `by_source` split the pooled numbers by
 DRAFTER_WEIGHTS = ("auto", "dense", "int8", "packed")  # `pipeline.DRAFTER_WEIGHT_CHOICES`, spelled here to keep torch out
 
 
@@ -40,6 +43,9 @@ def add_eval_drafter_parser(sub) -> None:
                    help="the drafter's runtime weights: auto = the target's; int8 = weight-only int8 layer projections "
                         "(the acceptance an int8 drafter gets: `--drafter-weights int8` of generate and bench)")
     p.add_argument("--compare-real", action="store_true", help="also decode every row for real and report real tau")
+    p.add_argument("--group-by", default="file", choices=GROUPINGS,
+                   help="per-group numbers beside the pooled ones: each --data file (when there are several) or "
+                        "each row's `source` field")
     p.add_argument("--save", action="store_true", help=f"write <drafter dir>/{ACCEPTANCE_FILE}")
     p.set_defaults(func=cmd_eval_drafter)
 
@@ -56,20 +62,22 @@ def cmd_eval_drafter(args: argparse.Namespace) -> int:
     target = load_target(args.target, dtype=getattr(torch, args.dtype))
     choice = load_drafter(target, args.drafter, weights=args.drafter_weights, run_default=False)  # the whole trained block
     model = target.native("offline acceptance")
-    rows, files, summaries = [], [], []
+    rows, files, sources, summaries = [], [], [], []
     for path in args.data:  # one file at a time, so that each row keeps its file (several: a result per file too)
         # eval-only rows (a benchmark's own prompts) may be read, never turned into the shipped calibration table
         examples, report = load_examples([path], model.spec.vocab_size, max_length=1 << 30,
                                          eval_only_ok=not args.save)
         rows += [(e.prompt_ids.tolist(), e.response_ids.tolist()) for e in examples]
         files += [path] * len(examples)
+        sources += [e.source or "(no source)" for e in examples]
         summaries.append(report.summary())
-    rows, files = rows[: args.limit or None], files[: args.limit or None]
+    rows, files, sources = (x[: args.limit or None] for x in (rows, files, sources))
     if not rows:
         raise D3DError(f"no usable rows in {', '.join(args.data)} ({'; '.join(summaries)})")
     started = time.perf_counter()
-    result = offline_acceptance(choice.drafter, rows, files if len(args.data) > 1 else None)
-    by_data = {"by_data": result.by_group} if result.by_group else {}
+    groups = sources if args.group_by == "source" else files if len(args.data) > 1 else None
+    result = offline_acceptance(choice.drafter, rows, groups)
+    by_data = {"by_source" if args.group_by == "source" else "by_data": result.by_group} if result.by_group else {}
     record = {**result.as_dict(), **by_data, "data": ",".join(args.data), "dtype": args.dtype,
               "drafter": args.drafter or "shipped", "drafter_weights": choice.weights,
               "offline_s": round(time.perf_counter() - started, 2)}

@@ -85,6 +85,7 @@ class Example:
     row_id: str = ""  # the row's id in the data file, for messages
     topk_ids: np.ndarray | None = None  # [T, k] int32: the target's k likeliest tokens at each response position
     topk_logprobs: np.ndarray | None = None  # [T, k] float32: their log-probabilities (`d3d data --top-k-logits`)
+    source: str = ""  # the row's `source` field (its prompt file or generator: `self-instruct`, `code_prompts.jsonl`)
 
 
 @dataclass
@@ -239,7 +240,7 @@ def _parse_row(row: dict | None, vocab_size: int) -> tuple[str, Example | None]:
         return "malformed", None
     if len(response) < 2:
         return "short", None
-    example = Example(prompt, response, str(row.get("id", "")))
+    example = Example(prompt, response, str(row.get("id", "")), source=str(row.get("source", "")))
     if "topk_ids" not in row and "topk_logprobs" not in row:
         return "ok", example
     topk = _topk_arrays(row.get("topk_ids"), row.get("topk_logprobs"), len(response), vocab_size)

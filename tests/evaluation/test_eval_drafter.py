@@ -101,3 +101,34 @@ def test_several_data_files_pool_and_each_file_is_reported_as_if_measured_alone(
     assert both["calibration"]["count"] == counts
     saved = json.loads((drafter_dir / "acceptance.json").read_text())
     assert saved["by_data"] == both["by_data"]
+
+
+def test_group_by_source_reports_each_source_as_if_its_rows_were_measured_alone(tiny_chat_model_dir, tmp_path, capsys):
+    """`--group-by source` splits the pooled rows by their `source` field across files (dev+dev2's chat and
+    code halves): each source's numbers equal a run on a file of that source's rows alone."""
+    target = load_decoder(tiny_chat_model_dir)
+    drafter_dir = tmp_path / "drafter"
+    Drafter.from_base(tiny_chat_model_dir, [0, 1, 2, 3], 4, 96, "", target=target,
+                      labels="next-token").save_pretrained(drafter_dir)
+    rows = greedy_rows(target, 6, max_new=16)
+    for i, row in enumerate(rows):
+        row["source"] = "self-instruct" if i % 3 == 0 else "code_prompts.jsonl"
+    files = {name: tmp_path / f"{name}.jsonl" for name in ("dev", "dev2", "chat", "code")}
+    parts = {"dev": rows[:4], "dev2": rows[4:], "chat": [r for r in rows if r["source"] == "self-instruct"],
+             "code": [r for r in rows if r["source"] != "self-instruct"]}
+    for name, part in parts.items():
+        files[name].write_text("".join(json.dumps(r) + "\n" for r in part))
+    base = ["eval-drafter", "--target", str(tiny_chat_model_dir), "--drafter", str(drafter_dir), "--data"]
+    records = {}
+    for name, paths, extra in (("chat", ["chat"], []), ("code", ["code"], []),
+                               ("split", ["dev", "dev2"], ["--group-by", "source"]), ("files", ["dev", "dev2"], [])):
+        assert main(base + [str(files[p]) for p in paths] + extra) == 0
+        records[name] = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    split = records["split"]
+    assert set(split["by_source"]) == {"self-instruct", "code_prompts.jsonl"} and "by_data" not in split
+    assert split["by_source"]["self-instruct"]["rows"] == 2 and split["by_source"]["code_prompts.jsonl"]["rows"] == 4
+    for name, source in (("chat", "self-instruct"), ("code", "code_prompts.jsonl")):
+        alone = records[name]
+        assert split["by_source"][source] == {k: alone[k] for k in ("tau_sim", "mean_accepted", "alpha", "rows")}
+    assert split["tau_sim"] == records["files"]["tau_sim"] and set(records["files"]["by_data"]) == {
+        str(files["dev"]), str(files["dev2"])}
