@@ -7,8 +7,8 @@ real tau beside the simulated one; they differ only where the target's greedy ou
 dtype leaves the stored response (rounding near ties). With several `--data` files the numbers are
 pooled and each file's own tau and alpha are reported beside them (`by_data`), so one run gives a
 calibration from every set and the per-set acceptance; `--group-by source` reports each row's `source`
-field instead (`by_source`: the self-instruct chat rows of dev+dev2 apart from its code rows). `--save` writes `<drafter>/acceptance.json`,
-the input of confidence-based verification lengths.
+field instead (`by_source`: the self-instruct chat rows of dev+dev2 apart from its code rows). `--save`
+writes `<drafter>/acceptance.json`, the input of confidence-based verification lengths.
 
     d3d eval-drafter --data data/smollm2/dev.jsonl                 # the shipped drafter
     d3d eval-drafter --drafter runs/x/drafter --data dev.jsonl --limit 10 --compare-real --save
