@@ -14,6 +14,23 @@ PROMPTS=${PROMPTS:-data/mix_prompts.jsonl}  # data/mix_prompts2.jsonl: the secon
 [ -f data/mix_prompts.jsonl ] || $PY -m d3d.training.prompt_mix --out data/mix_prompts.jsonl --per-kind 3500 --seed 0
 [ -f data/mix_prompts2.jsonl ] || $PY -m d3d.training.prompt_mix --out data/mix_prompts2.jsonl --per-kind 3500 --seed 1 \
   --id-prefix s1- --skip-texts data/mix_prompts.jsonl --skip-texts data/mix_dev_prompts.jsonl
+# A shard whose first parts are committed (data/smollm2/NAME.npz.xz, NAME.part2.npz.xz, ...) but whose jsonl is not on
+# this machine starts from those parts, so the run answers only the prompts after them instead of all of them again.
+name=$(basename "$OUT" .jsonl)
+if [ ! -f "$OUT" ] && [ -f "data/smollm2/$name.npz.xz" ] && [ -f "data/smollm2/$name.meta.json" ]; then
+  mkdir -p "$(dirname "$OUT")"
+  tmp=$(mktemp -d)
+  i=0
+  for part in $(ls data/smollm2/"$name".npz.xz data/smollm2/"$name".part*.npz.xz 2>/dev/null | sort -V); do
+    i=$((i + 1))
+    $PY -m d3d.training.data_archive unpack "$part" "$tmp/part$i.jsonl" >&2  # set -e: a bad part stops here, OUT untouched
+    cat "$tmp/part$i.jsonl" >> "$tmp/all.jsonl"
+  done
+  cp "data/smollm2/$name.meta.json" "${OUT%.jsonl}.meta.json"
+  mv "$tmp/all.jsonl" "$OUT"
+  rm -rf "$tmp"
+  echo "seeded $OUT with $(wc -l < "$OUT") committed rows" >&2
+fi
 exec $PY -m d3d.cli data --out "$OUT" --prompts "$PROMPTS" --greedy \
   --max-new-tokens "${MAX_NEW_TOKENS:-192}" --batch-size "${BATCH_SIZE:-32}" --dtype "${DTYPE:-float32}" \
   --top-k-logits 8 --seed 0 \
