@@ -19,13 +19,10 @@ PROMPTS=${PROMPTS:-data/mix_prompts.jsonl}  # data/mix_prompts2.jsonl: the secon
 name=$(basename "$OUT" .jsonl)
 if [ ! -f "$OUT" ] && [ -f "data/smollm2/$name.npz.xz" ] && [ -f "data/smollm2/$name.meta.json" ]; then
   mkdir -p "$(dirname "$OUT")"
+  mapfile -t parts < <(ls data/smollm2/"$name".part*.npz.xz 2>/dev/null | sort -V)
   tmp=$(mktemp -d)
-  i=0
-  for part in $(ls data/smollm2/"$name".npz.xz data/smollm2/"$name".part*.npz.xz 2>/dev/null | sort -V); do
-    i=$((i + 1))
-    $PY -m d3d.training.data_archive unpack "$part" "$tmp/part$i.jsonl" >&2  # set -e: a bad part stops here, OUT untouched
-    cat "$tmp/part$i.jsonl" >> "$tmp/all.jsonl"
-  done
+  trap 'rm -rf "$tmp"' EXIT
+  $PY -m d3d.training.data_archive unpack "data/smollm2/$name.npz.xz" "${parts[@]}" "$tmp/all.jsonl" >&2  # set -e: a bad part stops here
   cp "data/smollm2/$name.meta.json" "${OUT%.jsonl}.meta.json"
   mv "$tmp/all.jsonl" "$OUT"
   rm -rf "$tmp"
