@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
+. scripts/shard_lib.sh
 OUT=${OUT:-runs/data/mix.jsonl}
 EXTRA=()  # SKIP_ANSWERED: other outputs of the same prompts (e.g. the float32 shard) not to answer again, space-separated
 for f in ${SKIP_ANSWERED:-}; do EXTRA+=(--skip-answered "$f"); done
@@ -17,15 +18,8 @@ PROMPTS=${PROMPTS:-data/mix_prompts.jsonl}  # data/mix_prompts2.jsonl: the secon
 # A shard whose first parts are committed (data/smollm2/NAME.npz.xz, NAME.part2.npz.xz, ...) but whose jsonl is not on
 # this machine starts from those parts, so the run answers only the prompts after them instead of all of them again.
 name=$(basename "$OUT" .jsonl)
-if [ ! -f "$OUT" ] && [ -f "data/smollm2/$name.npz.xz" ] && [ -f "data/smollm2/$name.meta.json" ]; then
-  mkdir -p "$(dirname "$OUT")"
-  mapfile -t parts < <(ls data/smollm2/"$name".part*.npz.xz 2>/dev/null | sort -V)
-  tmp=$(mktemp -d)
-  trap 'rm -rf "$tmp"' EXIT
-  $PY -m d3d.training.data_archive unpack "data/smollm2/$name.npz.xz" "${parts[@]}" "$tmp/all.jsonl" >&2  # set -e: a bad part stops here
-  cp "data/smollm2/$name.meta.json" "${OUT%.jsonl}.meta.json"
-  mv "$tmp/all.jsonl" "$OUT"
-  rm -rf "$tmp"
+if [ ! -f "$OUT" ] && [ -f "data/smollm2/$name.npz.xz" ]; then
+  unpack_shard "$name" "$OUT" >&2
   echo "seeded $OUT with $(wc -l < "$OUT") committed rows" >&2
 fi
 exec $PY -m d3d.cli data --out "$OUT" --prompts "$PROMPTS" --greedy \

@@ -5,15 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
+. scripts/shard_lib.sh
 for archive in data/smollm2/*.npz.xz; do  # every committed shard (its later parts, *.partN.npz.xz, unpack with it), unpacked where missing
   shard=$(basename "$archive" .npz.xz)
   case "$shard" in *.part*) continue ;; esac
-  if [ ! -f "runs/data/$shard.jsonl" ]; then
-    mkdir -p runs/data
-    mapfile -t parts < <(ls data/smollm2/"$shard".part*.npz.xz 2>/dev/null | sort -V)
-    $PY -m d3d.training.data_archive unpack "$archive" "${parts[@]}" "runs/data/$shard.jsonl"
-    cp "data/smollm2/$shard.meta.json" "runs/data/$shard.meta.json"
-  fi
+  [ -f "runs/data/$shard.jsonl" ] || unpack_shard "$shard" "runs/data/$shard.jsonl"
 done
 # fixed slices of the growing task shards, each committed part unpacked alone as its own file so that a
 # run's recipe stays reproducible as the shard grows: part k of tasks7_bf16 / tasks8_bf16 (the first
