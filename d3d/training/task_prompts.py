@@ -18,11 +18,13 @@ multisets, geometry, graphs, games, ledgers, bits, layout), `task_families6.py` 
 voting, similarity, machines, queues, standings, units, encodings, parsers, timetables),
 `task_families7.py` a seventh (polynomials, fractions, recurrences, boards, documents, tokens, music,
 colours, interest, tariffs), `task_families8.py` an eighth (numerals, permutations, trees, genomes,
-addresses, markup, listings, wordplay, traces, statistics) and `task_families9.py` a ninth (relations,
-logic, sparse, stringology, figurate, modular, packing, heaps, linked, signals); `--families` picks the
-first four ("old", the default), the second set ("new"), both ("all"), the third set ("third"), the
-first three sets ("every"), the fourth set alone ("fourth"), the fifth alone ("fifth"), the sixth alone
-("sixth"), the seventh alone ("seventh"), the eighth alone ("eighth") or the ninth alone ("ninth").
+addresses, markup, listings, wordplay, traces, statistics), `task_families9.py` a ninth (relations,
+logic, sparse, stringology, figurate, modular, packing, heaps, linked, signals) and `task_families10.py`
+a tenth (linear, networks, partitions, hashing, generators, codecs, alphabets, recreations, nim,
+wildcards); `--families` picks the first four ("old", the default), the second set ("new"), both
+("all"), the third set ("third"), the first three sets ("every"), the fourth set alone ("fourth"), the
+fifth alone ("fifth"), the sixth alone ("sixth"), the seventh alone ("seventh"), the eighth alone
+("eighth"), the ninth alone ("ninth") or the tenth alone ("tenth").
 
 Every task has a reference implementation, used only to compute the docstring's examples; the target
 writes the code. With `--families old` every example is HumanEval's `>>> f(x)` followed by its value,
@@ -97,6 +99,16 @@ held-out prompts ask for, under every k):
         --id-prefix task12- --skip-texts (the same files) --skip-texts data/task_prompts11.jsonl \
         --skip-texts data/task_dev9_prompts.jsonl --skip-functions data/task_dev9_prompts.jsonl
 
+The tenth set's held-out prompts and its first file, the thirteenth (which leaves out every function the
+held-out prompts ask for, under every k):
+
+    python -m d3d.training.task_prompts --out data/task_dev10_prompts.jsonl --count 48 --seed 20 --families tenth \
+        --id-prefix taskdev10- --skip-texts data/task_prompts.jsonl ... --skip-texts data/task_prompts12.jsonl \
+        --skip-texts data/task_dev_prompts.jsonl ... --skip-texts data/task_dev9_prompts.jsonl
+    python -m d3d.training.task_prompts --out data/task_prompts13.jsonl --count 8000 --seed 13 --families tenth \
+        --id-prefix task13- --skip-texts (the same files) --skip-texts data/task_dev10_prompts.jsonl \
+        --skip-functions data/task_dev10_prompts.jsonl
+
 `--skip-texts FILE` (repeatable) leaves out every prompt whose exact text is in FILE, so a new file
 asks nothing an earlier one already asked; the count is still met from the rest of the grammar.
 `--skip-functions FILE` holds out by function instead: no task whose function a prompt in FILE asks
@@ -125,6 +137,7 @@ from d3d.training.task_families6 import sixth_tasks
 from d3d.training.task_families7 import seventh_tasks
 from d3d.training.task_families8 import eighth_tasks
 from d3d.training.task_families9 import ninth_tasks
+from d3d.training.task_families10 import tenth_tasks
 
 STUB_TEMPLATE = (  # the bench's HumanEval wording (d3d/evaluation/suites.py), so training sees that shape
     "Complete the following Python function. Reply with the full function in a Python code block."
@@ -361,6 +374,7 @@ CATALOGUES: dict[str, tuple[Callable[[int], list[Task]], ...]] = {  # --families
     "seventh": (seventh_tasks,),  # task_families7's
     "eighth": (eighth_tasks,),  # task_families8's
     "ninth": (ninth_tasks,),  # task_families9's
+    "tenth": (tenth_tasks,),  # task_families10's
 }
 FAMILIES = tuple(CATALOGUES)
 
@@ -499,8 +513,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="task families: old (the first file's, `>>>` examples only), new (task_families.py), "
                              "all (old and new), third (task_families3.py), every (those three), fourth "
                              "(task_families4.py), fifth (task_families5.py), sixth (task_families6.py), seventh "
-                             "(task_families7.py), eighth (task_families8.py) or ninth (task_families9.py); all but "
-                             "old mix HumanEval's example formats")
+                             "(task_families7.py), eighth (task_families8.py), ninth (task_families9.py) or tenth "
+                             "(task_families10.py); all but old mix HumanEval's example formats")
     parser.add_argument("--id-prefix", default=None,
                         help="id prefix, to keep several files' ids apart (default: task- for --families old, "
                              "task2- otherwise)")

@@ -27,6 +27,7 @@ from d3d.training.task_families6 import sixth_tasks
 from d3d.training.task_families7 import seventh_tasks
 from d3d.training.task_families8 import eighth_tasks
 from d3d.training.task_families9 import ninth_tasks
+from d3d.training.task_families10 import tenth_tasks
 from d3d.training.task_prompts import DOCTEST, EXAMPLE_FORMATS, all_tasks, render
 from tests.training.task_stubs import DATA, K_VALUES, define_stub, entry_pattern, function_name, names_of, stub_code
 
@@ -66,6 +67,7 @@ def test_every_tasks_examples_are_informative(make, k, draws, most):
     *[pytest.param(seventh_tasks, k, 300, id=f"seventh-{k}") for k in K_VALUES],
     *[pytest.param(eighth_tasks, k, 300, id=f"eighth-{k}") for k in K_VALUES],
     *[pytest.param(ninth_tasks, k, 300, id=f"ninth-{k}") for k in K_VALUES],
+    *[pytest.param(tenth_tasks, k, 300, id=f"tenth-{k}") for k in K_VALUES],
 ])
 def test_every_tasks_doctest_examples_pass_against_its_reference(make, k, least):
     """Rendered with `>>>` examples, each stub of every catalogue parses and passes as doctests."""
@@ -95,6 +97,7 @@ def test_every_tasks_doctest_examples_pass_against_its_reference(make, k, least)
     pytest.param((seventh_tasks,), 7, 3, 100, id="seventh-7"),
     pytest.param((eighth_tasks,), 2, 3, 100, id="eighth-2"),
     pytest.param((ninth_tasks,), 3, 3, 100, id="ninth-3"),
+    pytest.param((tenth_tasks,), 4, 3, 100, id="tenth-4"),
 ])
 def test_every_other_formats_examples_show_what_the_reference_returns(shape, makes, k, draws, least):
     """For every catalogue: parse each shown example, compute f(args) and compare to the shown value."""

@@ -1,5 +1,5 @@
 """Tests for d3d.training.task_families4 and the `fourth` choice of `--families`, and the checks every
-later task set must pass, one case per set (the third to the ninth).
+later task set must pass, one case per set (the third to the tenth).
 
 A later set adds many names that neither the earlier catalogues nor HumanEval use, its descriptions
 share no 13-word n-gram with a HumanEval prompt, its module imports downward only, and its `--families`
@@ -30,6 +30,7 @@ from d3d.training.task_families6 import sixth_tasks
 from d3d.training.task_families7 import seventh_tasks
 from d3d.training.task_families8 import eighth_tasks
 from d3d.training.task_families9 import ninth_tasks
+from d3d.training.task_families10 import tenth_tasks
 from d3d.training.task_prompts import all_tasks
 from tests.training.task_stubs import K_VALUES, function_name, names_of
 
@@ -59,6 +60,9 @@ LATER_SETS = [
                                                    sixth_tasks, seventh_tasks), 11, 100, 150), id="eighth"),
     pytest.param(LaterSet(ninth_tasks, "ninth", (all_tasks, extra_tasks, third_tasks, fourth_tasks, fifth_tasks,
                                                  sixth_tasks, seventh_tasks, eighth_tasks), 12, 100, 150), id="ninth"),
+    pytest.param(LaterSet(tenth_tasks, "tenth", (all_tasks, extra_tasks, third_tasks, fourth_tasks, fifth_tasks,
+                                                 sixth_tasks, seventh_tasks, eighth_tasks, ninth_tasks), 13, 100, 150),
+                 id="tenth"),
 ]
 
 

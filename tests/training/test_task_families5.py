@@ -24,6 +24,7 @@ from d3d.training.task_families6 import sixth_tasks
 from d3d.training.task_families7 import seventh_tasks
 from d3d.training.task_families8 import eighth_tasks
 from d3d.training.task_families9 import ninth_tasks
+from d3d.training.task_families10 import tenth_tasks
 from d3d.training.task_prompts import all_tasks, base_name
 from tests.training.task_stubs import (DATA, K_VALUES, assert_file_asks_for_no_held_out_function,
                                       assert_held_out_functions_stay_out)
@@ -57,7 +58,7 @@ def test_each_choice_lists_its_catalogues_in_order():
     expected = {"old": (all_tasks,), "new": (extra_tasks,), "all": (all_tasks, extra_tasks), "third": (third_tasks,),
                 "every": (all_tasks, extra_tasks, third_tasks), "fourth": (fourth_tasks,), "fifth": (fifth_tasks,),
                 "sixth": (sixth_tasks,), "seventh": (seventh_tasks,), "eighth": (eighth_tasks,),
-                "ninth": (ninth_tasks,)}
+                "ninth": (ninth_tasks,), "tenth": (tenth_tasks,)}
     assert set(expected) == set(task_prompts.FAMILIES)
     for families, makers in expected.items():
         for k in (2, 7):

@@ -1,5 +1,5 @@
-"""Tests for the sixth to the ninth task-family sets (task_families6/7/8/9.py) and their
-`--families sixth` / `seventh` / `eighth` / `ninth` choices, one parametrized check per property.
+"""Tests for the sixth to the tenth task-family sets (task_families6/7/8/9/10.py) and their
+`--families sixth` / `seventh` / `eighth` / `ninth` / `tenth` choices, one parametrized check per property.
 
 Each set gets every check the earlier sets get: its doctest examples and other formats are checked
 against the references with theirs in test_task_families.py; many names apart from the earlier
@@ -8,7 +8,7 @@ that draws from it alone with theirs in test_task_families4.py (its LATER_SETS);
 examples, names apart from the earlier ones' with the constant taken off, every module imports downward
 only, and (test_task_families5.py's checks) a name with the constant k ends with it, so a held-out
 set's functions stay out under every k. And: no other choice draws from it, so the committed files
-still come out of their seeds byte for byte, and its task file (the ninth to the twelfth) asks for none of
+still come out of their seeds byte for byte, and its task file (the ninth to the thirteenth) asks for none of
 its held-out prompts' functions. A later set joins by one more `FamilySet`.
 """
 
@@ -26,6 +26,7 @@ import pytest
 from d3d.training import task_families6, task_families7, task_prompts, task_reference6, task_reference6b
 from d3d.training import task_families8, task_reference7, task_reference7b, task_reference8, task_reference8b
 from d3d.training import task_families9, task_reference9, task_reference9b
+from d3d.training import task_families10, task_reference10, task_reference10b
 from d3d.training.task_families import extra_tasks
 from d3d.training.task_families3 import third_tasks
 from d3d.training.task_families4 import fourth_tasks
@@ -34,6 +35,7 @@ from d3d.training.task_families6 import sixth_tasks
 from d3d.training.task_families7 import seventh_tasks
 from d3d.training.task_families8 import eighth_tasks
 from d3d.training.task_families9 import ninth_tasks
+from d3d.training.task_families10 import tenth_tasks
 from d3d.training.task_prompts import all_tasks, base_name
 from tests.training.task_stubs import (DATA, K_VALUES, assert_file_asks_for_no_held_out_function,
                                       assert_held_out_functions_stay_out, names_of)
@@ -62,6 +64,9 @@ SETS = [
     FamilySet("ninth", ninth_tasks, (task_families9, task_reference9, task_reference9b), 12, 19,
               FIRST_FIVE + (sixth_tasks, seventh_tasks, eighth_tasks), "task_dev9_prompts.jsonl",
               "task_prompts12.jsonl"),
+    FamilySet("tenth", tenth_tasks, (task_families10, task_reference10, task_reference10b), 13, 20,
+              FIRST_FIVE + (sixth_tasks, seventh_tasks, eighth_tasks, ninth_tasks), "task_dev10_prompts.jsonl",
+              "task_prompts13.jsonl"),
 ]
 each_set = pytest.mark.parametrize("fs", SETS, ids=lambda fs: fs.families)
 
@@ -99,7 +104,7 @@ def test_every_tasks_examples_are_informative(fs, k):
 
 
 # Their doctest and other-format examples are checked against the references with every earlier
-# set's, in tests/training/test_task_families.py (the "sixth" to "ninth" parameters).
+# set's, in tests/training/test_task_families.py (the "sixth" to "tenth" parameters).
 
 
 @each_set
