@@ -22,6 +22,7 @@ from itertools import product
 from operator import xor
 
 from d3d.training.task_families import WORDS, sentence
+from d3d.training.task_reference5 import KNIGHT_JUMPS
 
 HEAPS = (("heaps", "List[int]"),)
 GRID = (("grid", "List[List[int]]"),)
@@ -236,8 +237,7 @@ def count_queens(n: int, placed: tuple[int, ...] = ()) -> int:
 def knight_distance(start: tuple[int, int], goal: tuple[int, int]) -> int:
     steps, frontier, seen = 0, [start], {start}
     while goal not in frontier:
-        frontier = [(a + da, b + db) for a, b in frontier for da, db in ((1, 2), (2, 1), (-1, 2), (-2, 1), (1, -2),
-                                                                        (2, -1), (-1, -2), (-2, -1))
+        frontier = [(a + da, b + db) for a, b in frontier for da, db in KNIGHT_JUMPS
                     if 0 <= a + da < 8 and 0 <= b + db < 8 and (a + da, b + db) not in seen]
         seen.update(frontier)
         steps += 1

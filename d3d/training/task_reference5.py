@@ -31,6 +31,7 @@ GRAPH = (("graph", "Dict[str, List[str]]"),)
 LOTS = (("lots", "List[Tuple[int, int]]"),)
 LINES = (("lines", "List[str]"),)
 NODES = "abcdefghij"
+KNIGHT_JUMPS = ((1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2))  # a knight's eight moves
 FIELDS = ("qty", "price", "age", "score", "year")
 PLACEHOLDERS = ("name", "item", "day", "city")
 HEADERS = ("Host", "Accept", "Server", "Date")
@@ -348,8 +349,8 @@ def five_dice(r: random.Random) -> list[int]:
 
 def knight_targets(square: str) -> list[str]:
     file, rank = "abcdefgh".index(square[0]), int(square[1])
-    jumps = ((1, 2), (2, 1), (2, -1), (1, -2), (-1, -2), (-2, -1), (-2, 1), (-1, 2))
-    return sorted(f"{'abcdefgh'[file + a]}{rank + b}" for a, b in jumps if 0 <= file + a < 8 and 1 <= rank + b <= 8)
+    return sorted(f"{'abcdefgh'[file + a]}{rank + b}" for a, b in KNIGHT_JUMPS
+                  if 0 <= file + a < 8 and 1 <= rank + b <= 8)
 
 
 def refuse_overdrafts(start: int, amounts: list[int]) -> list[int]:
