@@ -23,6 +23,7 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 from d3d.errors import D3DError
 
@@ -30,6 +31,16 @@ ACCEPTANCE_FILE = "acceptance.json"
 DTYPES = ("bfloat16", "float32", "float64")  # torch dtype names accepted by --dtype
 GROUPINGS = ("file", "source")  # --group-by: what `by_data` / `by_source` split the pooled numbers by
 DRAFTER_WEIGHTS = ("auto", "dense", "int8", "packed")  # `pipeline.DRAFTER_WEIGHT_CHOICES`, spelled here to keep torch out
+
+
+class AcceptanceRun(NamedTuple):
+    """One offline acceptance measurement: the models, the rows read, the result and its JSON record."""
+
+    target: Any  # the loaded target (`pipeline.load_target`)
+    drafter: Any  # the loaded drafter
+    rows: list[tuple[list[int], list[int]]]  # (prompt ids, stored response ids) per row
+    result: Any  # `offline.OfflineResult`
+    record: dict  # what the command prints as its JSON line (and `--save` writes)
 
 
 def add_eval_drafter_parser(sub) -> None:
@@ -51,44 +62,58 @@ def add_eval_drafter_parser(sub) -> None:
 
 
 def cmd_eval_drafter(args: argparse.Namespace) -> int:
+    if args.limit < 0:
+        raise D3DError(f"--limit must be >= 0, got {args.limit}")
+    run = measure_acceptance(args.drafter, args.data, target=args.target, dtype=args.dtype,
+                             weights=args.drafter_weights, group_by=args.group_by, limit=args.limit,
+                             eval_only_ok=not args.save)
+    record = run.record
+    if args.compare_real:
+        record |= real_tau(run.target, run.drafter, run.rows)
+    print(format_report(run.result, record))
+    if args.save:
+        from d3d.inference.pipeline import shipped_drafter_dir
+
+        path = save_acceptance(Path(args.drafter) if args.drafter else shipped_drafter_dir(run.target), record)
+        print(f"saved {path}")
+    print(json.dumps(record))
+    return 0
+
+
+def measure_acceptance(drafter_dir: str | None, data: list[str], *, target: str | None = None,
+                       dtype: str = "float32", weights: str = "auto", group_by: str = "file", limit: int = 0,
+                       eval_only_ok: bool = True) -> AcceptanceRun:
+    """Offline acceptance of a drafter (None: the shipped one) on greedy rows, with its JSON record.
+
+    `eval_only_ok` lets a benchmark's own prompts be read (never for a table that `--save` ships).
+    """
     import torch
 
     from d3d.inference.offline import offline_acceptance
-    from d3d.inference.pipeline import load_drafter, load_target, shipped_drafter_dir
+    from d3d.inference.pipeline import load_drafter, load_target
     from d3d.training.packing import load_examples
 
-    if args.limit < 0:
-        raise D3DError(f"--limit must be >= 0, got {args.limit}")
-    target = load_target(args.target, dtype=getattr(torch, args.dtype))
-    choice = load_drafter(target, args.drafter, weights=args.drafter_weights, run_default=False)  # the whole trained block
-    model = target.native("offline acceptance")
+    loaded = load_target(target, dtype=getattr(torch, dtype))
+    choice = load_drafter(loaded, drafter_dir, weights=weights, run_default=False)  # the whole trained block
+    model = loaded.native("offline acceptance")
     rows, files, sources, summaries = [], [], [], []
-    for path in args.data:  # one file at a time, so that each row keeps its file (several: a result per file too)
-        # eval-only rows (a benchmark's own prompts) may be read, never turned into the shipped calibration table
-        examples, report = load_examples([path], model.spec.vocab_size, max_length=1 << 30,
-                                         eval_only_ok=not args.save)
+    for path in data:  # one file at a time, so that each row keeps its file (several: a result per file too)
+        examples, report = load_examples([path], model.spec.vocab_size, max_length=1 << 30, eval_only_ok=eval_only_ok)
         rows += [(e.prompt_ids.tolist(), e.response_ids.tolist()) for e in examples]
         files += [path] * len(examples)
         sources += [e.source or "(no source)" for e in examples]
         summaries.append(report.summary())
-    rows, files, sources = (x[: args.limit or None] for x in (rows, files, sources))
+    rows, files, sources = (x[: limit or None] for x in (rows, files, sources))
     if not rows:
-        raise D3DError(f"no usable rows in {', '.join(args.data)} ({'; '.join(summaries)})")
+        raise D3DError(f"no usable rows in {', '.join(data)} ({'; '.join(summaries)})")
     started = time.perf_counter()
-    groups = sources if args.group_by == "source" else files if len(args.data) > 1 else None
+    groups = sources if group_by == "source" else files if len(data) > 1 else None
     result = offline_acceptance(choice.drafter, rows, groups)
-    by_data = {"by_source" if args.group_by == "source" else "by_data": result.by_group} if result.by_group else {}
-    record = {**result.as_dict(), **by_data, "data": ",".join(args.data), "dtype": args.dtype,
-              "drafter": args.drafter or "shipped", "drafter_weights": choice.weights,
+    by_data = {"by_source" if group_by == "source" else "by_data": result.by_group} if result.by_group else {}
+    record = {**result.as_dict(), **by_data, "data": ",".join(data), "dtype": dtype,
+              "drafter": drafter_dir or "shipped", "drafter_weights": choice.weights,
               "offline_s": round(time.perf_counter() - started, 2)}
-    if args.compare_real:
-        record |= real_tau(target, choice.drafter, rows)
-    print(format_report(result, record))
-    if args.save:
-        path = save_acceptance(Path(args.drafter) if args.drafter else shipped_drafter_dir(target), record)
-        print(f"saved {path}")
-    print(json.dumps(record))
-    return 0
+    return AcceptanceRun(loaded, choice.drafter, rows, result, record)
 
 
 def real_tau(target, drafter, rows: list[tuple[list[int], list[int]]]) -> dict:
