@@ -29,7 +29,7 @@ judge() {  # judge DRAFTER_DIR VARIANT: offline conditions, then (where they hol
   local dir=$1 variant=$2 out=$G/verdict_e$N${3:-}.txt
   grep -q dev_tasks8 "$dir/acceptance.json" 2>/dev/null || \
     $PY -m d3d.cli eval-drafter --drafter "$dir" --save --data $SETS > "$dir/eval_sets.txt" || exit 2
-  $PY -m d3d.evaluation.ship_gate --candidate "$dir" --work $G > "$out" || exit 2  # errexit is off inside `judge ... &&`
+  $PY -m d3d.evaluation.ship_gate --candidate "$dir" --work $G > "$out" || exit 2  # errexit is off inside `judge ... || rc=$?`
   grep -q "VERDICT: offline passes" "$out" || { log "$(grep VERDICT "$out")"; return 1; }
   local B="--modes ar,pld,sync,sync@$variant --drafter-variant $variant=$dir --max-new-tokens 128 --dtype bfloat16 --fresh"
   for suite in humaneval mixed; do
