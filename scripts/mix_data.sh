@@ -18,7 +18,7 @@ done
 # the ninth file's first, tasks10a_bf16 to tasks10f_bf16 the tenth's six parts (it is fully answered),
 # tasks11a_bf16 to tasks11d_bf16 the eleventh's four parts (the fourth answers its last prompts), tasks12a_bf16 to
 # tasks12d_bf16 the twelfth's four (the ninth families; the fourth answers its last prompts), tasks13a_bf16 to
-# tasks13c_bf16 on the thirteenth's (the tenth families)
+# tasks13d_bf16 on the thirteenth's (the tenth families)
 letters=(a b c d e f g h i j k l m n o p q r s t u v w x y z)
 for shard in tasks7_bf16 tasks8_bf16 tasks9_bf16 tasks10_bf16 tasks11_bf16 tasks12_bf16 tasks13_bf16; do
   mapfile -t parts < <(ls data/smollm2/"$shard".npz.xz data/smollm2/"$shard".part*.npz.xz 2>/dev/null | sort -V)
