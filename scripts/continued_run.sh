@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One continued run end to end (docs/training.md "Continued training on the mix"): train recipe N from
 # a fixed copy of the shipped drafter, export it int8 at run block 8, measure its acceptance table on
-# the eight gate sets (--save), apply the ship rule's offline conditions (python -m
+# the eight gate sets (the gate's --save-table), apply the ship rule's offline conditions (python -m
 # d3d.evaluation.ship_gate), and only where they hold run the two interleaved benches and apply the
 # whole rule. The verdict lands in runs/gate/verdict_eN.txt; shipping (copying the drafter into
 # d3d/drafters/) stays a separate, deliberate step.
@@ -17,7 +17,6 @@ RECIPE=recipes/smollm2-d3d-mix$N.yaml
 [ -f "$RECIPE" ] || { echo "continued_run: no $RECIPE" >&2; exit 2; }
 D=runs/smollm2-mix$N
 G=runs/gate
-SETS=$(for s in dev dev2 dev_mix dev_tasks4 dev_tasks5 dev_tasks6 dev_tasks7 dev_tasks8; do printf 'data/smollm2/%s.jsonl ' $s; done)
 mkdir -p $G runs/bench
 log() { echo "[continued_run $N] $* $(date -u +%T)"; }
 
@@ -27,9 +26,7 @@ INIT=$($PY -c "import yaml,sys; print(yaml.safe_load(open('$RECIPE'))['init'])")
 
 judge() {  # judge DRAFTER_DIR VARIANT: offline conditions, then (where they hold) the benches and the whole rule
   local dir=$1 variant=$2 out=$G/verdict_e$N${3:-}.txt
-  grep -q dev_tasks8 "$dir/acceptance.json" 2>/dev/null || \
-    $PY -m d3d.cli eval-drafter --drafter "$dir" --save --data $SETS > "$dir/eval_sets.txt" || exit 2
-  $PY -m d3d.evaluation.ship_gate --candidate "$dir" --work $G > "$out" || exit 2  # errexit is off inside `judge ... || rc=$?`
+  $PY -m d3d.evaluation.ship_gate --candidate "$dir" --work $G --save-table > "$out" || exit 2  # errexit is off inside `judge ... || rc=$?`
   grep -q "VERDICT: offline passes" "$out" || { log "$(grep VERDICT "$out")"; return 1; }
   local B="--modes ar,pld,sync,sync@$variant --drafter-variant $variant=$dir --max-new-tokens 128 --dtype bfloat16 --fresh"
   for suite in humaneval mixed; do

@@ -15,7 +15,8 @@ from, all offline tau (`d3d eval-drafter`, float32, the drafter's own runtime we
 
 Values and bars are compared at four decimals, as the docs print them. Conditions 1-5 need two
 offline measurements per drafter: the eight sets pooled with one result per file (the drafter's
-`acceptance.json` when it holds exactly that, else measured) and dev+dev2 grouped by source. They are
+`acceptance.json` when it holds exactly that, else measured, and with `--save-table` written as the
+candidate's table) and dev+dev2 grouped by source. They are
 cached under `--work` by the sha256 of the weights, the data and the target, so a rerun measures nothing twice. Condition 6 reads the
 last JSON line of each bench's output; without `--bench` the verdict stops after 1-5.
 
@@ -113,25 +114,34 @@ def measurement_key(drafter_dir: Path, files: list[str], target: str | None) -> 
     return digest.hexdigest()[:16]
 
 
-def measured(drafter_dir: Path, data_dir: Path, work: Path, target: str | None = None) -> dict[str, float]:
-    """A drafter's gate numbers: its saved table and cached measurements where they fit, else measured now."""
-    from d3d.evaluation.eval_drafter import ACCEPTANCE_FILE, measure_acceptance
+def measured(drafter_dir: Path, data_dir: Path, work: Path, target: str | None = None,
+             save_table: bool = False) -> dict[str, float]:
+    """A drafter's gate numbers: its saved table and cached measurements where they fit, else measured now.
+
+    `save_table` writes a sets measurement made here as the drafter's `acceptance.json` (what `d3d
+    eval-drafter --save` on the eight sets writes), so a candidate gets its shipped table on the way.
+    """
+    from d3d.evaluation.eval_drafter import ACCEPTANCE_FILE, measure_acceptance, save_acceptance
 
     files = [str(data_dir / f"{name}.jsonl") for name in SETS]
     key = measurement_key(drafter_dir, files, target)
-    saved = drafter_dir / ACCEPTANCE_FILE
-    records = {}
+    table = drafter_dir / ACCEPTANCE_FILE
+    saved = json.loads(table.read_text()) if table.is_file() else {}
+    records = {"sets": saved} if _is_sets_table(saved, files) else {}
     for part, data, group_by in (("sets", files, "file"), ("halves", files[:2], "source")):
-        cache = work / f"{key}-{part}.json"
-        if part == "sets" and saved.is_file() and _is_sets_table(json.loads(saved.read_text()), files):
-            records[part] = json.loads(saved.read_text())
-        elif cache.is_file():
+        if part in records:
+            continue
+        cache, saving = work / f"{key}-{part}.json", save_table and part == "sets"
+        if cache.is_file() and not saving:
             records[part] = json.loads(cache.read_text())
-        else:
-            print(f"[gate] measuring {drafter_dir} on {part} ({len(data)} files)", file=sys.stderr, flush=True)
-            records[part] = measure_acceptance(str(drafter_dir), data, target=target, group_by=group_by).record
-            work.mkdir(parents=True, exist_ok=True)
-            cache.write_text(json.dumps(records[part]) + "\n")
+            continue
+        print(f"[gate] measuring {drafter_dir} on {part} ({len(data)} files)", file=sys.stderr, flush=True)
+        records[part] = measure_acceptance(str(drafter_dir), data, target=target, group_by=group_by,
+                                           eval_only_ok=not saving).record
+        work.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(records[part]) + "\n")
+        if saving:
+            save_acceptance(drafter_dir, records[part])
     return gate_numbers(records["sets"], records["halves"])
 
 
@@ -175,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("runs/gate"), help="cache of the measurements")
     parser.add_argument("--bench", action="append", default=[], metavar="SUITE=FILE",
                         help="a finished bench's output, for humaneval and for mixed")
+    parser.add_argument("--save-table", action="store_true",
+                        help="write the candidate's eight-set measurement as its acceptance.json where none fits")
     parser.add_argument("--variant", default=None, help="the candidate's --drafter-variant name in the benches")
     args = parser.parse_args(argv)
     try:
@@ -182,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         if benches and not args.variant:
             raise D3DError("--bench needs --variant (the name the benches gave the candidate)")
         base_dir = args.base or _shipped_dir()
-        base, cand = (measured(d, args.data_dir, args.work, args.target) for d in (base_dir, args.candidate))
+        base = measured(base_dir, args.data_dir, args.work, args.target)
+        cand = measured(args.candidate, args.data_dir, args.work, args.target, save_table=args.save_table)
         offline = offline_checks(cand, base)
         bench = [c for suite, path in benches.items() for c in bench_checks(suite, last_json_line(path), args.variant)]
     except D3DError as err:

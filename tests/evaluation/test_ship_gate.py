@@ -117,3 +117,24 @@ def test_bad_input_is_one_line_and_status_2(tmp_path, capsys) -> None:
     assert "needs both suites" in capsys.readouterr().err
     assert gate.main(["--candidate", "x", "--bench", "humaneval=a", "--bench", "mixed=b"]) == 2
     assert "needs --variant" in capsys.readouterr().err
+
+
+def test_save_table_writes_the_candidates_acceptance_table_once(tiny_chat_model_dir, tmp_path, capsys, monkeypatch):
+    """`--save-table` leaves the candidate the eight-set table `d3d eval-drafter --save` would, which the next run reads."""
+    target = load_decoder(tiny_chat_model_dir)
+    data_dir = tmp_path / "sets"
+    write_set_files(data_dir, target)
+    for name in ("base", "cand"):
+        Drafter.from_base(tiny_chat_model_dir, [0, 1], 4, 96, "", target=target).save_pretrained(tmp_path / name)
+    args = ["--candidate", str(tmp_path / "cand"), "--base", str(tmp_path / "base"), "--data-dir", str(data_dir),
+            "--target", str(tiny_chat_model_dir), "--work", str(tmp_path / "work"), "--save-table"]
+    assert gate.main(args) == 0
+    table = json.loads((tmp_path / "cand" / "acceptance.json").read_text())
+    assert table["data"] == ",".join(str(data_dir / f"{n}.jsonl") for n in gate.SETS) and len(table["by_data"]) == 8
+    assert not (tmp_path / "base" / "acceptance.json").exists()  # only the candidate's table is written
+    first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    import d3d.evaluation.eval_drafter as eval_drafter
+
+    monkeypatch.setattr(eval_drafter, "measure_acceptance", lambda *a, **k: pytest.fail("measured twice"))
+    assert gate.main(args) == 0  # the saved table fits: nothing is measured again
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == first
